@@ -1,0 +1,190 @@
+// Package report defines pneuma's run report (schema "pneuma.report/v1") and
+// renders it for CI: JSON, JUnit XML and a Markdown summary. It also merges the
+// reports of shards into one. It knows nothing about how jobs are run.
+package report
+
+import "time"
+
+// Schema is the value of Report.Schema for this version of the format.
+const Schema = "pneuma.report/v1"
+
+// Run statuses.
+const (
+	RunSucceeded   = "succeeded"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+)
+
+// Job statuses.
+const (
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusSkipped     = "skipped"
+	StatusInterrupted = "interrupted"
+)
+
+// Reasons a job did not succeed.
+const (
+	ReasonMaxTurns     = "max_turns"
+	ReasonMaxBudget    = "max_budget"
+	ReasonAPIError     = "api_error"
+	ReasonCLIError     = "cli_error"
+	ReasonNoResult     = "no_result"
+	ReasonTimeout      = "timeout"
+	ReasonIdleTimeout  = "idle_timeout"
+	ReasonInterrupted  = "interrupted"
+	ReasonBudget       = "budget"
+	ReasonVerifyFailed = "verify_failed"
+	ReasonWorkspace    = "workspace_error"
+	ReasonFailFast     = "fail_fast"
+	ReasonPermission   = "permission_denied"
+	ReasonExecution    = "execution_error"
+	ReasonNotRun       = "not_run"
+)
+
+// Report is the whole outcome of one run (or of merged shards).
+type Report struct {
+	Schema     string    `json:"schema"`
+	RunID      string    `json:"run_id"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	// Status is succeeded, failed or interrupted.
+	Status string  `json:"status"`
+	Shard  *Shard  `json:"shard,omitempty"`
+	Budget *Budget `json:"budget,omitempty"`
+	Totals Totals  `json:"totals"`
+	Jobs   []Job   `json:"jobs"`
+}
+
+// Shard says which part of the plan this report covers (1-based Index).
+type Shard struct {
+	Index int `json:"index"`
+	Total int `json:"total"`
+}
+
+// Budget is the run-wide spending cap and what was spent against it.
+type Budget struct {
+	CapUSD   float64 `json:"cap_usd"`
+	SpentUSD float64 `json:"spent_usd"`
+}
+
+// Totals sums the jobs of a report.
+type Totals struct {
+	Jobs                     int     `json:"jobs"`
+	Succeeded                int     `json:"succeeded"`
+	Failed                   int     `json:"failed"`
+	Skipped                  int     `json:"skipped"`
+	Interrupted              int     `json:"interrupted"`
+	CostUSD                  float64 `json:"cost_usd"`
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	NumTurns                 int     `json:"num_turns"`
+	DurationMS               int64   `json:"duration_ms"`
+}
+
+// Usage is token usage as the Claude Code CLI reports it in a result.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// ModelUsage is the CLI's per-model accounting (result.modelUsage).
+type ModelUsage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
+}
+
+// PermissionDenial is one tool call the CLI's permission system refused.
+type PermissionDenial struct {
+	ToolName  string         `json:"tool_name"`
+	ToolUseID string         `json:"tool_use_id"`
+	ToolInput map[string]any `json:"tool_input,omitempty"`
+}
+
+// Job is the outcome of one job.
+type Job struct {
+	Name string `json:"name"`
+	// Status is succeeded, failed, skipped or interrupted.
+	Status string `json:"status"`
+	// Reason says why a job did not succeed (empty when it did).
+	Reason            string                `json:"reason,omitempty"`
+	SessionID         string                `json:"session_id,omitempty"`
+	Model             string                `json:"model,omitempty"`
+	CostUSD           float64               `json:"cost_usd"`
+	CostEstimated     bool                  `json:"cost_estimated"`
+	Usage             Usage                 `json:"usage"`
+	ModelUsage        map[string]ModelUsage `json:"model_usage,omitempty"`
+	NumTurns          int                   `json:"num_turns"`
+	DurationMS        int64                 `json:"duration_ms"`
+	ExitCode          int                   `json:"exit_code"`
+	Error             string                `json:"error,omitempty"`
+	Result            string                `json:"result,omitempty"`
+	PermissionDenials []PermissionDenial    `json:"permission_denials"`
+	Repo              string                `json:"repo"`
+	Worktree          string                `json:"worktree,omitempty"`
+	Branch            string                `json:"branch,omitempty"`
+	Base              string                `json:"base"`
+	Commit            string                `json:"commit,omitempty"`
+	FilesChanged      int                   `json:"files_changed"`
+	Insertions        int                   `json:"insertions"`
+	Deletions         int                   `json:"deletions"`
+	Transcript        string                `json:"transcript,omitempty"`
+	Stream            string                `json:"stream,omitempty"`
+	Attempts          []Attempt             `json:"attempts,omitempty"`
+	ToolCalls         int                   `json:"tool_calls"`
+	ToolDenials       int                   `json:"tool_denials"`
+}
+
+// Attempt is one try of a job (a job with retries has several).
+type Attempt struct {
+	Number        int     `json:"number"`
+	Status        string  `json:"status"`
+	Reason        string  `json:"reason,omitempty"`
+	SessionID     string  `json:"session_id,omitempty"`
+	CostUSD       float64 `json:"cost_usd"`
+	CostEstimated bool    `json:"cost_estimated"`
+	DurationMS    int64   `json:"duration_ms"`
+	ExitCode      int     `json:"exit_code"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// Tally recomputes r.Totals and r.Status from r.Jobs. interrupted says the run
+// was stopped by a signal.
+func (r *Report) Tally(interrupted bool) {
+	t := Totals{Jobs: len(r.Jobs)}
+	for _, j := range r.Jobs {
+		switch j.Status {
+		case StatusSucceeded:
+			t.Succeeded++
+		case StatusFailed:
+			t.Failed++
+		case StatusSkipped:
+			t.Skipped++
+		case StatusInterrupted:
+			t.Interrupted++
+		}
+		t.CostUSD += j.CostUSD
+		t.InputTokens += j.Usage.InputTokens
+		t.OutputTokens += j.Usage.OutputTokens
+		t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
+		t.CacheCreationInputTokens += j.Usage.CacheCreationInputTokens
+		t.NumTurns += j.NumTurns
+		t.DurationMS += j.DurationMS
+	}
+	r.Totals = t
+	switch {
+	case interrupted || t.Interrupted > 0:
+		r.Status = RunInterrupted
+	case t.Failed > 0:
+		r.Status = RunFailed
+	default:
+		r.Status = RunSucceeded
+	}
+}
