@@ -1,0 +1,59 @@
+# pneuma's build, test and benchmark entry points. `make test` is what CI runs.
+
+CLAUDE_VERSION := 2.1.197
+CLAUDE_DIR     := .cache/claude
+CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+GO             ?= go
+FUZZTIME       ?= 10s
+
+.PHONY: all build claude test test-short e2e fuzz bench demo vet clean
+
+all: build
+
+## build: compile ./bin/pneuma
+build:
+	$(GO) build -o bin/pneuma .
+
+## claude: install the pinned Claude Code CLI into .cache/claude (npm, lockfile)
+claude: $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION)
+
+$(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/claude/package-lock.json
+	mkdir -p $(CLAUDE_DIR)
+	cp tools/claude/package.json tools/claude/package-lock.json $(CLAUDE_DIR)/
+	cd $(CLAUDE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@$(CLAUDE_BIN) --version | grep -q '^$(CLAUDE_VERSION) ' || { echo "installed CLI is not $(CLAUDE_VERSION)"; exit 1; }
+	touch $@
+
+## test: install what the tests need, then run every test (end to end included) under -race
+test: claude test-deps
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) fuzz
+
+## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output)
+test-deps:
+	@command -v xmllint >/dev/null 2>&1 || { \
+	  echo "installing libxml2-utils for xmllint"; \
+	  (apt-get update -qq && apt-get install -y -qq libxml2-utils) >/dev/null; }
+
+## test-short: unit tests only, no CLI needed
+test-short:
+	$(GO) test -short ./...
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+## bench: benchmarks with figures (pneuma run vs a shell baseline, history vs ccusage)
+bench: build claude
+	./scripts/bench-run.sh
+	./scripts/bench-history.sh
+
+## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
+demo: build claude
+	$(GO) run ./internal/demo -- ./bin/pneuma $(CLAUDE_BIN)
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin .cache
