@@ -1,8 +1,177 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	goio "io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pneuma-cli/pneuma/history"
+)
+
+// historyOptions are the settings every `pneuma history` subcommand shares.
+type historyOptions struct {
+	ConfigDir        string
+	PricesFile       string
+	Project          string
+	IncludeWorktrees bool
+	Since, Until     string
+	JSON             bool
+}
 
 // NewCmdHistory builds `pneuma history`.
 func NewCmdHistory(io *IO) *cobra.Command {
-	return &cobra.Command{Use: "history", Short: "Find, export and account for Claude Code sessions"}
+	opts := &historyOptions{}
+	c := &cobra.Command{
+		Use:   "history",
+		Short: "Find, export and account for Claude Code sessions",
+		Long: `Read Claude Code's session history ($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).
+
+Sessions are named by full id, unique id prefix, or transcript path. Costs are
+estimated from the transcripts (deduplicated by message id and request id,
+subagents included, forks charged only for their own calls) with a price table
+embedded in pneuma; --prices FILE overrides it. A transcript does not hold the
+/compact summary call, and keeps the partial tokens of interrupted responses
+that the CLI does not bill: such sessions are flagged.`,
+	}
+	c.PersistentFlags().StringVar(&opts.ConfigDir, "config-dir", "", "Claude Code config directory (default $CLAUDE_CONFIG_DIR or ~/.claude)")
+	c.PersistentFlags().StringVar(&opts.PricesFile, "prices", "", "JSON price table laid over the embedded one")
+	c.AddCommand(
+		newCmdHistoryList(io, opts),
+		newCmdHistoryShow(io, opts),
+		newCmdHistoryUsage(io, opts),
+		newCmdHistoryArchive(io, opts),
+	)
+	return c
+}
+
+func (o *historyOptions) configDir(io *IO) string {
+	if o.ConfigDir != "" {
+		return o.ConfigDir
+	}
+	return history.ConfigDir(io.Getenv)
+}
+
+func (o *historyOptions) prices() (*history.PriceTable, error) {
+	if o.PricesFile == "" {
+		return history.DefaultPrices(), nil
+	}
+	return history.LoadPrices(o.PricesFile)
+}
+
+// addSelectFlags adds the flags that select sessions.
+func (o *historyOptions) addSelectFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Project, "project", "", "only sessions run in this directory")
+	c.Flags().BoolVar(&o.IncludeWorktrees, "include-worktrees", false, "with --project, also sessions run in git worktrees of it")
+	c.Flags().StringVar(&o.Since, "since", "", "from this date (YYYY-MM-DD, local time), time (RFC 3339) or age (7d, 12h)")
+	c.Flags().StringVar(&o.Until, "until", "", "up to this date (inclusive), time or age")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+// filter turns the selection flags into a history.Filter.
+func (o *historyOptions) filter(now time.Time) (history.Filter, error) {
+	f := history.Filter{IncludeWorktrees: o.IncludeWorktrees}
+	if o.Project != "" {
+		p, err := resolveDir(o.Project)
+		if err != nil {
+			return f, err
+		}
+		f.Project = p
+	}
+	var err error
+	if f.Since, err = parseWhen(o.Since, now, false); err != nil {
+		return f, &UsageError{Err: fmt.Errorf("--since: %w", err)}
+	}
+	if f.Until, err = parseWhen(o.Until, now, true); err != nil {
+		return f, &UsageError{Err: fmt.Errorf("--until: %w", err)}
+	}
+	return f, nil
+}
+
+// resolveDir makes dir absolute and resolves symlinks, as the CLI does with
+// its cwd.
+func resolveDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
+}
+
+// parseWhen reads a date, an RFC 3339 time or an age ("7d", "36h"). A bare
+// date as an upper bound includes the whole day.
+func parseWhen(s string, now time.Time, upper bool) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{time.DateOnly, "20060102"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			if upper {
+				t = t.AddDate(0, 0, 1)
+			}
+			return t, nil
+		}
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("cannot read %q as a date (YYYY-MM-DD), time (RFC 3339) or age (7d, 12h)", s)
+}
+
+// limitMemory keeps a scan of a large history within a bounded heap unless
+// the user set GOMEMLIMIT.
+func limitMemory(io *IO) {
+	if io.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(96 << 20)
+	}
+}
+
+// shortLine cuts s to n runes on one line.
+func shortLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// createOutput opens -o FILE, or returns the command's stdout.
+func createOutput(io *IO, path string) (w goio.Writer, done func(ok bool) error, err error) {
+	if path == "" || path == "-" {
+		return io.Out, func(bool) error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create output: %w", err)
+	}
+	return f, func(ok bool) error {
+		cerr := f.Close()
+		if !ok {
+			os.Remove(path)
+			return nil
+		}
+		if cerr != nil {
+			return fmt.Errorf("write %s: %w", path, cerr)
+		}
+		return nil
+	}, nil
 }

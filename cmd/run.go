@@ -1,10 +1,391 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
 
-// NewCmdRun builds `pneuma run`. (skeleton; replaced by the real command)
-func NewCmdRun(io *IO, runF func() error) *cobra.Command {
-	return &cobra.Command{Use: "run JOBS.yaml", Short: "Run Claude Code jobs concurrently in git worktrees"}
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/wire"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// RunOptions are the typed settings of `pneuma run`, from flags, PNEUMA_*
+// environment variables and an optional config file, in that order of
+// precedence.
+type RunOptions struct {
+	JobsFile string `mapstructure:"-"`
+
+	Concurrency   int           `mapstructure:"concurrency"`
+	Claude        string        `mapstructure:"claude"`
+	OutputDir     string        `mapstructure:"output_dir"`
+	KeepWorktrees string        `mapstructure:"keep_worktrees"`
+	BudgetUSD     float64       `mapstructure:"budget_usd"`
+	Stagger       time.Duration `mapstructure:"stagger"`
+	StopGrace     time.Duration `mapstructure:"stop_grace"`
+	FailFast      bool          `mapstructure:"fail_fast"`
+	Quiet         bool          `mapstructure:"quiet"`
+	JSON          bool          `mapstructure:"json"`
+	Report        string        `mapstructure:"report"`
+	JUnit         string        `mapstructure:"junit"`
+	Summary       string        `mapstructure:"summary"`
+	Shard         string        `mapstructure:"shard"`
+	Only          []string      `mapstructure:"only"`
+	DryRun        bool          `mapstructure:"dry_run"`
+	Resume        string        `mapstructure:"resume"`
+	RerunFailed   string        `mapstructure:"rerun_failed"`
+	Config        string        `mapstructure:"config"`
 }
 
-func exitCodeOf(err error) int { return ExitFailed }
+const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
+branch, through the Claude Code CLI, and report what happened.
+
+Settings come from flags, then PNEUMA_* environment variables (PNEUMA_CONCURRENCY,
+PNEUMA_CLAUDE, PNEUMA_KEEP_WORKTREES, ...), then a config file (--config, or
+pneuma.yaml in the current directory).
+
+EXIT STATUS
+  0    every job succeeded
+  1    one or more jobs failed (including timeouts and budget or turn limits)
+       or were skipped
+  2    usage or configuration error (invalid jobs file, unknown flag)
+  3    environment error (not a git repository, claude not found, worktree
+       setup failed)
+  130  interrupted (Ctrl-C or SIGTERM; a second one kills every job at once)`
+
+// NewCmdRun builds `pneuma run`. runF replaces the run in tests.
+func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	v := viper.New()
+	cmd := &cobra.Command{
+		Use:   "run JOBS.yaml",
+		Short: "Run Claude Code jobs concurrently in git worktrees",
+		Long:  runLong,
+		Example: `  pneuma run jobs.yaml
+  pneuma run -j 8 --junit junit.xml --summary summary.md jobs.yaml
+  pneuma run --shard 2/4 --report shard-2.json jobs.yaml
+  pneuma run --resume 20261122-134501-3fa9 jobs.yaml`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &UsageError{Err: fmt.Errorf("run takes one jobs file, got %d arguments", len(args)), Usage: c.UsageString()}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts, err := loadRunOptions(v, c, io)
+			if err != nil {
+				return err
+			}
+			opts.JobsFile = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRun(c.Context(), io, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.IntP("concurrency", "j", 0, "jobs to run at once (default: the jobs file's, else the number of CPUs)")
+	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
+	f.String("output-dir", "", "run directory root (default: .pneuma in the jobs file's repository)")
+	f.String("keep-worktrees", "on-failure", "keep job worktrees: always, on-failure or never")
+	f.Float64("budget-usd", 0, "stop starting jobs once the run has spent this much (overrides budget_usd)")
+	f.Duration("stagger", -1, "time between CLI starts (default: the file's stagger, else 250ms)")
+	f.Duration("stop-grace", 2*time.Second, "wait after each step of stopping a job (interrupt, SIGINT, SIGTERM, SIGKILL)")
+	f.Bool("fail-fast", false, "stop the run at the first failed job")
+	f.BoolP("quiet", "q", false, "no progress output")
+	f.Bool("json", false, "print JSON events, one per line, on stdout instead of the table")
+	f.String("report", "", "also write report.json to this file")
+	f.String("junit", "", "write a JUnit XML report to this file")
+	f.String("summary", "", "write a Markdown summary to this file (also appended to $GITHUB_STEP_SUMMARY)")
+	f.String("shard", "", "run one shard of the plan, i/n (1-based; default: detected from CI)")
+	f.StringSlice("only", nil, "run only these jobs (comma-separated names)")
+	f.Bool("dry-run", false, "print the plan (repos, branches, CLI argv) and run nothing")
+	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest")
+	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
+	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
+	return cmd
+}
+
+// loadRunOptions reads flags, PNEUMA_* variables and the config file through
+// one viper instance into typed options.
+func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, error) {
+	keys := map[string]string{}
+	c.Flags().VisitAll(func(fl *pflag.Flag) {
+		key := strings.ReplaceAll(fl.Name, "-", "_")
+		keys[key] = fl.Name
+		_ = v.BindPFlag(key, fl)
+	})
+	v.SetEnvPrefix("PNEUMA")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	for key := range keys {
+		_ = v.BindEnv(key)
+	}
+	cfg, _ := c.Flags().GetString("config")
+	if cfg == "" {
+		cfg = io.Getenv("PNEUMA_CONFIG")
+	}
+	switch {
+	case cfg != "":
+		v.SetConfigFile(cfg)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("read config file %s: %w", cfg, err)}
+		}
+	default:
+		if _, err := os.Stat("pneuma.yaml"); err == nil {
+			v.SetConfigFile("pneuma.yaml")
+			if err := v.ReadInConfig(); err != nil {
+				return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("read config file pneuma.yaml: %w", err)}
+			}
+		}
+	}
+	var o RunOptions
+	if err := v.UnmarshalExact(&o); err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("settings: %w", err)}
+	}
+	return &o, nil
+}
+
+// runRun is `pneuma run`.
+func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	keep, err := runner.ParseKeepPolicy(o.KeepWorktrees)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	shard, err := resolveShard(o.Shard, io.Getenv)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	ws := wire.NewWorkspace()
+
+	var prior *runner.Journal
+	file, err := runner.ReadFile(o.JobsFile)
+	if err != nil {
+		var derr *runner.DecodeError
+		if errors.As(err, &derr) {
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("invalid jobs file:\n%w", err)}
+		}
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+
+	bin, binErr := claude.Find(o.Claude, exec.LookPath)
+	if binErr != nil && !o.DryRun {
+		return &ExitError{Code: ExitEnvironment, Err: binErr}
+	}
+	if binErr != nil {
+		bin = "claude"
+	}
+
+	popts := runner.PlanOptions{
+		Concurrency: o.Concurrency,
+		Only:        o.Only,
+		Shard:       shard,
+		OutputDir:   o.OutputDir,
+		BudgetUSD:   o.BudgetUSD,
+		Stagger:     o.Stagger,
+		Binary:      bin,
+		Getenv:      io.Getenv,
+		IsRoot:      os.Geteuid() == 0,
+	}
+	var plan *runner.Plan
+	switch {
+	case o.Resume != "":
+		plan, prior, err = resumePlan(ctx, file, ws, popts, o.Resume)
+	case o.RerunFailed != "":
+		plan, err = rerunPlan(ctx, file, ws, popts, o.RerunFailed)
+	default:
+		plan, err = runner.BuildPlan(ctx, file, ws, popts)
+	}
+	if err != nil {
+		var cerr *runner.ConfigError
+		if errors.As(err, &cerr) {
+			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("invalid jobs file:\n%w", err)}
+		}
+		return err
+	}
+	if o.DryRun {
+		return printPlan(io, plan)
+	}
+	if _, err := claude.Version(ctx, bin); err != nil {
+		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("%s: %w", bin, err)}
+	}
+
+	github := io.Getenv("GITHUB_ACTIONS") == "true"
+	rep := newReporter(io, o, github)
+	ropts := runner.Options{
+		Workspace: ws,
+		Reporter:  rep,
+		Keep:      keep,
+		FailFast:  o.FailFast,
+		Kill:      killSignal(ctx),
+		StopGrace: o.StopGrace,
+		Estimator: wire.NewTranscripts(),
+	}
+	var r *report.Report
+	if prior != nil {
+		r, err = runner.Resume(ctx, plan, prior, ropts)
+	} else {
+		r, err = runner.Run(ctx, plan, ropts)
+	}
+	rep.Close()
+	if r == nil {
+		return err
+	}
+	outErr := writeOutputs(io, o, r, github)
+	if !o.JSON {
+		fmt.Fprintln(io.Out)
+		_ = report.Table(io.Out, r)
+		fmt.Fprintf(io.Out, "\nrun %s: %s · report %s\n", r.RunID, r.Status, runner.RunReportPath(plan))
+	}
+	if err != nil {
+		return err
+	}
+	if outErr != nil {
+		return &ExitError{Code: ExitEnvironment, Err: outErr}
+	}
+	switch r.Status {
+	case report.RunSucceeded:
+		return nil
+	case report.RunInterrupted:
+		return &SilentError{Code: ExitInterrupted}
+	}
+	return &SilentError{Code: ExitFailed}
+}
+
+// resumePlan reloads the journal of an earlier run and its plan.
+func resumePlan(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (*runner.Plan, *runner.Journal, error) {
+	dir, err := runDir(ctx, file, ws, po, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := runner.ReadJournal(dir)
+	if err != nil {
+		return nil, nil, &runner.ConfigError{Err: fmt.Errorf("--resume %s: %w", runID, err)}
+	}
+	return j.Plan, j, nil
+}
+
+// rerunPlan plans a new run of the jobs that did not succeed in an earlier one.
+func rerunPlan(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (*runner.Plan, error) {
+	dir, err := runDir(ctx, file, ws, po, runID)
+	if err != nil {
+		return nil, err
+	}
+	j, err := runner.ReadJournal(dir)
+	if err != nil {
+		return nil, &runner.ConfigError{Err: fmt.Errorf("--rerun-failed %s: %w", runID, err)}
+	}
+	var names []string
+	for _, s := range j.Jobs {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, &runner.ConfigError{Err: fmt.Errorf("--rerun-failed %s: every job of that run succeeded", runID)}
+	}
+	po.Only = names
+	return runner.BuildPlan(ctx, file, ws, po)
+}
+
+// runDir finds the run directory of runID for this jobs file.
+func runDir(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (string, error) {
+	if strings.ContainsAny(runID, `/\`) || runID == "." || runID == ".." {
+		return "", &runner.ConfigError{Err: fmt.Errorf("invalid run id %q", runID)}
+	}
+	out := po.OutputDir
+	if out == "" {
+		abs, err := filepath.Abs(file.Path)
+		if err != nil {
+			return "", err
+		}
+		root, err := ws.Root(ctx, filepath.Dir(abs))
+		if err != nil {
+			return "", &runner.EnvError{Err: err}
+		}
+		out = filepath.Join(root, ".pneuma")
+	}
+	return filepath.Join(out, "runs", runID), nil
+}
+
+// resolveShard takes --shard, else what CI says.
+func resolveShard(flag string, getenv func(string) string) (runner.Shard, error) {
+	if flag != "" {
+		s, err := runner.ParseShard(flag)
+		if err != nil {
+			return runner.Shard{}, fmt.Errorf("--shard: %w", err)
+		}
+		return s, nil
+	}
+	s, ok, err := runner.DetectShard(getenv)
+	if err != nil || !ok {
+		return runner.Shard{}, err
+	}
+	return s, nil
+}
+
+// printPlan is --dry-run: every job with its repo, base, branch and argv.
+func printPlan(io *IO, p *runner.Plan) error {
+	fmt.Fprintf(io.Out, "run %s: %d jobs, concurrency %d, run directory %s\n", p.RunID, len(p.Jobs), p.Concurrency, p.RunDir)
+	if p.Shard != nil {
+		fmt.Fprintf(io.Out, "shard %d/%d\n", p.Shard.Index, p.Shard.Total)
+	}
+	if p.BudgetUSD > 0 {
+		fmt.Fprintf(io.Out, "budget $%.2f\n", p.BudgetUSD)
+	}
+	for _, j := range p.Jobs {
+		fmt.Fprintf(io.Out, "\njob %s\n", j.Name)
+		fmt.Fprintf(io.Out, "  repo     %s\n", j.Repo)
+		fmt.Fprintf(io.Out, "  base     %s (%s)\n", j.Base, shortSHA(j.BaseCommit))
+		if j.UseWorktree {
+			fmt.Fprintf(io.Out, "  branch   %s\n", j.Branch)
+			fmt.Fprintf(io.Out, "  worktree %s\n", j.Dir)
+		} else {
+			fmt.Fprintf(io.Out, "  dir      %s (no worktree)\n", j.Dir)
+		}
+		if j.Timeout > 0 {
+			fmt.Fprintf(io.Out, "  timeout  %s\n", j.Timeout)
+		}
+		fmt.Fprintf(io.Out, "  argv     %s\n", quoteArgv(append([]string{p.Binary}, j.Args()...)))
+		for i, pr := range j.Prompts {
+			fmt.Fprintf(io.Out, "  prompt %d %s\n", i+1, shorten(pr, 100))
+		}
+	}
+	return nil
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// quoteArgv shows argv unambiguously; it is never given to a shell.
+func quoteArgv(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`*?[]{}()<>|&;#~") {
+			a = fmt.Sprintf("%q", a)
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -54,6 +54,19 @@ type Report struct {
 	Budget *Budget `json:"budget,omitempty"`
 	Totals Totals  `json:"totals"`
 	Jobs   []Job   `json:"jobs"`
+	// Merged lists the reports Merge joined into this one, in input order;
+	// it is empty for the report of a single run.
+	Merged []MergedReport `json:"merged,omitempty"`
+}
+
+// MergedReport records one of the reports Merge joined.
+type MergedReport struct {
+	RunID      string    `json:"run_id"`
+	Shard      *Shard    `json:"shard,omitempty"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Jobs       int       `json:"jobs"`
 }
 
 // Shard says which part of the plan this report covers (1-based Index).
@@ -111,6 +124,10 @@ type PermissionDenial struct {
 // Job is the outcome of one job.
 type Job struct {
 	Name string `json:"name"`
+	// Position is the job's 0-based place in the whole plan (the jobs file,
+	// before sharding and --only). Merge orders jobs by it, so a merged report
+	// lists them as the unsharded run would.
+	Position int `json:"position"`
 	// Status is succeeded, failed, skipped or interrupted.
 	Status string `json:"status"`
 	// Reason says why a job did not succeed (empty when it did).
@@ -156,7 +173,9 @@ type Attempt struct {
 }
 
 // Tally recomputes r.Totals and r.Status from r.Jobs. interrupted says the run
-// was stopped by a signal.
+// was stopped by a signal; otherwise any job that did not succeed fails the run.
+// Totals.DurationMS is the sum of the jobs' durations, not the run's wall time
+// (that is FinishedAt - StartedAt).
 func (r *Report) Tally(interrupted bool) {
 	t := Totals{Jobs: len(r.Jobs)}
 	for _, j := range r.Jobs {
@@ -180,9 +199,10 @@ func (r *Report) Tally(interrupted bool) {
 	}
 	r.Totals = t
 	switch {
-	case interrupted || t.Interrupted > 0:
+	case interrupted:
 		r.Status = RunInterrupted
-	case t.Failed > 0:
+	case t.Failed > 0 || t.Skipped > 0 || t.Interrupted > 0:
+		// A skipped job (budget spent, fail-fast) is work not done: CI must see it.
 		r.Status = RunFailed
 	default:
 		r.Status = RunSucceeded

@@ -1,0 +1,340 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Event types pneuma gives a meaning to. Any other type the CLI writes is
+// passed through with its Type set and no typed payload.
+const (
+	TypeSystem          = "system"
+	TypeAssistant       = "assistant"
+	TypeUser            = "user"
+	TypeResult          = "result"
+	TypeStreamEvent     = "stream_event"
+	TypeControlRequest  = "control_request"
+	TypeControlResponse = "control_response"
+	TypeControlCancel   = "control_cancel_request"
+	TypeKeepAlive       = "keep_alive"
+
+	// TypeInvalid marks a line that is not a JSON object (including a torn
+	// last line at EOF). It never stops the stream.
+	TypeInvalid = "invalid"
+	// TypeOversized marks a line longer than Config.MaxLineBytes: it was
+	// copied to Config.Stream but not decoded.
+	TypeOversized = "oversized"
+)
+
+// System subtypes with a typed payload.
+const (
+	SubtypeInit     = "init"
+	SubtypeAPIRetry = "api_retry"
+)
+
+// Event is one line of the CLI's stdout, decoded just enough for pneuma to
+// act on. Unknown types, subtypes and fields are tolerated: Type and Subtype
+// are still set and the typed payloads stay nil.
+type Event struct {
+	// Type is the line's "type" ("system", "assistant", "result", ...), or
+	// TypeInvalid / TypeOversized.
+	Type    string
+	Subtype string
+	// SessionID is the line's "session_id", if any.
+	SessionID string
+	// ParentToolUseID is set on lines produced inside a subagent (the id of
+	// the Agent tool_use that launched it).
+	ParentToolUseID string
+	// Size is the line's length in bytes, without the newline.
+	Size int
+
+	Init    *Init           // system/init
+	Message *Message        // assistant and user
+	Result  *Result         // result
+	Retry   *APIRetry       // system/api_retry
+	Control *ControlRequest // control_request (CLI -> client)
+	Reply   *ControlReply   // control_response (CLI -> client)
+	// CancelRequestID is the request_id named by a control_cancel_request.
+	CancelRequestID string
+
+	// Err says why the line, or part of it, could not be decoded. A partial
+	// decode keeps whatever payload could be read.
+	Err error
+}
+
+// Init is the system/init line, written at the start of every turn.
+type Init struct {
+	SessionID      string   `json:"session_id"`
+	Model          string   `json:"model"`
+	Cwd            string   `json:"cwd"`
+	PermissionMode string   `json:"permissionMode"`
+	Version        string   `json:"claude_code_version"`
+	Tools          []string `json:"tools"`
+}
+
+// Usage is token usage in the API's snake_case shape, as found in
+// message.usage and result.usage.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// ModelUsage is one model's entry in result.modelUsage (camelCase), cumulative
+// for the process and including subagents.
+type ModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
+}
+
+// PermissionDenial is one tool call refused by the permission system.
+type PermissionDenial struct {
+	ToolName  string         `json:"tool_name"`
+	ToolUseID string         `json:"tool_use_id"`
+	ToolInput map[string]any `json:"tool_input"`
+}
+
+// Result is the result line that ends every turn. In stream-json input mode
+// TotalCostUSD, ModelUsage and DurationAPIMS are cumulative for the process:
+// take the last result, never sum them.
+type Result struct {
+	Subtype        string                `json:"subtype"`
+	IsError        bool                  `json:"is_error"`
+	APIErrorStatus *int                  `json:"api_error_status"`
+	DurationMS     int64                 `json:"duration_ms"`
+	DurationAPIMS  int64                 `json:"duration_api_ms"`
+	NumTurns       int                   `json:"num_turns"`
+	Result         string                `json:"result"`
+	StopReason     string                `json:"stop_reason"`
+	SessionID      string                `json:"session_id"`
+	TerminalReason string                `json:"terminal_reason"`
+	TotalCostUSD   float64               `json:"total_cost_usd"`
+	Usage          Usage                 `json:"usage"`
+	ModelUsage     map[string]ModelUsage `json:"modelUsage"`
+	// PermissionDenials lists tools refused by the permission system (not
+	// those removed by --tools or --disallowed-tools).
+	PermissionDenials []PermissionDenial `json:"permission_denials"`
+	Errors            []string           `json:"errors"`
+}
+
+// Message is an API message as carried by assistant and user lines. On
+// stdout each assistant line holds one content block, and its usage is the
+// message_start value: never sum it, use Result.
+type Message struct {
+	ID         string
+	Role       string
+	Model      string
+	StopReason string
+	Content    []Block
+	Usage      *Usage
+}
+
+// UnmarshalJSON accepts content as a list of blocks or as a plain string
+// (which becomes one text block).
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w wireMessage
+	err := json.Unmarshal(data, &w)
+	msg, cerr := w.message()
+	*m = *msg
+	if err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// wireMessage is a message as written, its content left raw because it is a
+// string or a list of blocks.
+type wireMessage struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stop_reason"`
+	Content    json.RawMessage `json:"content"`
+	Usage      *Usage          `json:"usage"`
+}
+
+func (w *wireMessage) message() (*Message, error) {
+	m := &Message{ID: w.ID, Role: w.Role, Model: w.Model, StopReason: w.StopReason, Usage: w.Usage}
+	content := bytes.TrimSpace(w.Content)
+	var err error
+	switch {
+	case len(content) == 0 || bytes.Equal(content, []byte("null")):
+	case content[0] == '"':
+		var s string
+		err = json.Unmarshal(content, &s)
+		m.Content = []Block{{Type: "text", Text: s}}
+	default:
+		err = json.Unmarshal(content, &m.Content)
+	}
+	return m, err
+}
+
+// Block is one content block: text, tool_use, tool_result, thinking, or a
+// type pneuma does not know (kept with its Type only).
+type Block struct {
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// Thinking is the text of a thinking block.
+	Thinking string `json:"thinking,omitempty"`
+	// ID and Name identify a tool_use; Input is its input object.
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// ToolUseID, Content and IsError belong to a tool_result. Content is a
+	// string or a list of blocks, kept raw.
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// APIRetry is a system/api_retry line: the CLI is retrying a failed API call.
+type APIRetry struct {
+	Attempt      int     `json:"attempt"`
+	MaxRetries   int     `json:"max_retries"`
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	ErrorStatus  *int    `json:"error_status"`
+	Error        string  `json:"error"`
+}
+
+// ControlReply is a control_response line: the CLI's answer to a control
+// request pneuma sent.
+type ControlReply struct {
+	RequestID string
+	// Subtype is "success" or "error".
+	Subtype string
+	// Error is the message of an error reply.
+	Error string
+	// Response is the success payload; absent for some requests (interrupt).
+	Response json.RawMessage
+}
+
+// wireLine is the part every line shares, plus the message of assistant and
+// user lines: those can be many MB, so they are decoded in this one pass
+// rather than in a second one over the whole line.
+type wireLine struct {
+	Type            string       `json:"type"`
+	Subtype         string       `json:"subtype"`
+	SessionID       string       `json:"session_id"`
+	ParentToolUseID *string      `json:"parent_tool_use_id"`
+	Message         *wireMessage `json:"message"`
+}
+
+// Decode decodes one stdout line (without its newline). It never fails: a
+// line that is not a JSON object gives a TypeInvalid event, and a line of a
+// known type with unexpected fields keeps what could be read and sets Err.
+func Decode(line []byte) Event {
+	ev := Event{Size: len(line)}
+	trimmed := bytes.TrimSpace(line)
+	invalid := func(err error) Event {
+		ev.Type = TypeInvalid
+		ev.Err = fmt.Errorf("line is not a json object (%d bytes): %w", len(line), err)
+		return ev
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return invalid(errors.New("does not start with '{'"))
+	}
+	var h wireLine
+	if err := json.Unmarshal(trimmed, &h); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return invalid(err)
+		}
+		// A field of an unexpected type: the rest is decoded. A "message"
+		// that is not an object only matters on assistant and user lines.
+		var typeErr *json.UnmarshalTypeError
+		isMsg := errors.As(err, &typeErr) && strings.HasPrefix(typeErr.Field, "message")
+		if !isMsg || h.Type == TypeAssistant || h.Type == TypeUser {
+			ev.Err = fmt.Errorf("decode %s line: %w", h.Type, err)
+		}
+	}
+	ev.Type, ev.Subtype, ev.SessionID = h.Type, h.Subtype, h.SessionID
+	if h.ParentToolUseID != nil {
+		ev.ParentToolUseID = *h.ParentToolUseID
+	}
+	var err error
+	switch {
+	case h.Type == TypeSystem && h.Subtype == SubtypeInit:
+		ev.Init = new(Init)
+		err = json.Unmarshal(trimmed, ev.Init)
+	case h.Type == TypeSystem && h.Subtype == SubtypeAPIRetry:
+		ev.Retry = new(APIRetry)
+		err = json.Unmarshal(trimmed, ev.Retry)
+	case h.Type == TypeAssistant || h.Type == TypeUser:
+		if h.Message != nil {
+			ev.Message, err = h.Message.message()
+		}
+	case h.Type == TypeResult:
+		ev.Result = new(Result)
+		err = json.Unmarshal(trimmed, ev.Result)
+	case h.Type == TypeControlRequest:
+		ev.Control, err = decodeControlRequest(trimmed)
+	case h.Type == TypeControlResponse:
+		ev.Reply, err = decodeControlReply(trimmed)
+	case h.Type == TypeControlCancel:
+		var v struct {
+			RequestID string `json:"request_id"`
+		}
+		err = json.Unmarshal(trimmed, &v)
+		ev.CancelRequestID = v.RequestID
+	}
+	if err != nil && ev.Err == nil {
+		ev.Err = fmt.Errorf("decode %s line: %w", h.Type, err)
+	}
+	return ev
+}
+
+func decodeControlRequest(line []byte) (*ControlRequest, error) {
+	var v struct {
+		RequestID string          `json:"request_id"`
+		Request   json.RawMessage `json:"request"`
+	}
+	err := json.Unmarshal(line, &v)
+	req := &ControlRequest{RequestID: v.RequestID, Raw: v.Request}
+	if len(v.Request) > 0 {
+		var body struct {
+			Subtype    string          `json:"subtype"`
+			ToolName   string          `json:"tool_name"`
+			ToolUseID  string          `json:"tool_use_id"`
+			CallbackID string          `json:"callback_id"`
+			Input      json.RawMessage `json:"input"`
+		}
+		if berr := json.Unmarshal(v.Request, &body); berr != nil && err == nil {
+			err = berr
+		}
+		req.Subtype, req.ToolName, req.ToolUseID = body.Subtype, body.ToolName, body.ToolUseID
+		req.CallbackID, req.Input = body.CallbackID, body.Input
+	}
+	return req, err
+}
+
+func decodeControlReply(line []byte) (*ControlReply, error) {
+	var v struct {
+		Response struct {
+			Subtype   string          `json:"subtype"`
+			RequestID string          `json:"request_id"`
+			Error     json.RawMessage `json:"error"`
+			Response  json.RawMessage `json:"response"`
+		} `json:"response"`
+	}
+	err := json.Unmarshal(line, &v)
+	r := &ControlReply{RequestID: v.Response.RequestID, Subtype: v.Response.Subtype, Response: v.Response.Response}
+	if len(v.Response.Error) > 0 {
+		// The error is a string in every observed reply; keep anything else
+		// readable rather than dropping it.
+		var s string
+		if json.Unmarshal(v.Response.Error, &s) == nil {
+			r.Error = s
+		} else {
+			r.Error = string(v.Response.Error)
+		}
+	}
+	return r, err
+}

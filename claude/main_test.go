@@ -1,0 +1,13 @@
+package claude
+
+import (
+	"os"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/internal/fakecli"
+)
+
+func TestMain(m *testing.M) {
+	fakecli.RunIfRequested()
+	os.Exit(m.Run())
+}

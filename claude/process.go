@@ -1,0 +1,615 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultMaxLineBytes is the longest stdout line decoded when
+// Config.MaxLineBytes is zero. Real lines reach several MB (one content block
+// is one line); longer ones are counted and skipped, never fatal.
+const DefaultMaxLineBytes = 64 << 20
+
+// drainTimeout bounds the wait for stdout and stderr to reach EOF once the
+// process group is dead. Only a descendant that left the group (setsid) can
+// keep a pipe open that long; its output is then abandoned.
+const drainTimeout = 2 * time.Second
+
+// ErrInputClosed is returned by writes to stdin after CloseInput, Stop or the
+// process's exit.
+var ErrInputClosed = errors.New("claude stdin is closed")
+
+// Config describes one CLI process.
+type Config struct {
+	// Binary is the CLI to run (see Find); Dir its working directory.
+	Binary string
+	Dir    string
+	// Env is the child's complete environment, built by the caller; nil
+	// inherits pneuma's own, as os/exec does.
+	Env     []string
+	Options Options
+	// Stream receives every stdout byte verbatim (stream.jsonl); may be nil.
+	// A write error stops the copy and is reported by Wait.
+	Stream io.Writer
+	// Stderr receives the CLI's stderr; may be nil (discarded). The caller
+	// bounds what it keeps.
+	Stderr io.Writer
+	// MaxLineBytes is the longest line decoded (DefaultMaxLineBytes if 0).
+	// Longer lines become TypeOversized events and are still copied to Stream.
+	MaxLineBytes int
+	// OnControl answers the CLI's control requests (can_use_tool,
+	// hook_callback, ...). It runs on its own goroutine per request, must
+	// return once ctx is done (the CLI cancelled the request or exited), and
+	// its answer is sent exactly once. nil answers every request with the
+	// zero ControlResponse: can_use_tool is denied, anything else gets an
+	// error reply.
+	OnControl func(ctx context.Context, req *ControlRequest) ControlResponse
+}
+
+// ExitStatus is how a process ended and what its stdout held.
+type ExitStatus struct {
+	// Code is the exit code, or -1 when a signal ended the process.
+	Code int
+	// Signal names the signal that ended the process ("SIGKILL"), if any.
+	Signal string
+	// Lines counts every non-empty stdout line, including SkippedLines
+	// (oversized) and InvalidLines (not JSON, or torn at EOF).
+	Lines        int
+	SkippedLines int
+	InvalidLines int
+}
+
+// Process is a running CLI in stream-json mode. Its methods are safe for
+// concurrent use. The caller must drain Events and call Wait.
+type Process struct {
+	cmd       *exec.Cmd
+	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
+	stream    io.Writer
+	maxLine   int
+
+	stdin       *os.File
+	writeSem    chan struct{} // one slot: one stdin line at a time
+	inputClosed atomic.Bool
+	closeOnce   sync.Once
+	closeErr    error
+
+	stdout, stderr *os.File
+	stderrDst      io.Writer
+
+	events     chan Event
+	exited     chan struct{} // the main process has exited
+	readerDone chan struct{} // stdout reached EOF and events is closed
+	stderrDone chan struct{}
+	done       chan struct{} // everything is released; status is final
+
+	mu       sync.Mutex
+	pending  map[string]chan *ControlReply // requests pneuma sent, by request_id
+	cancels  map[string]context.CancelFunc // running OnControl calls, by request_id
+	finished bool                          // no new OnControl calls
+	handlers sync.WaitGroup
+
+	// Owned by the reader goroutine until readerDone.
+	status    ExitStatus
+	streamErr error
+
+	waitErr error
+}
+
+// Start spawns the CLI in its own process group with cfg.Options.Args() and
+// starts decoding its stdout. ctx bounds only the start: the process
+// outlives it and ends through CloseInput, Stop or Kill.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
+	if cfg.Binary == "" {
+		return nil, fmt.Errorf("start claude: %w: no binary given", ErrNotFound)
+	}
+	cmd := exec.Command(cfg.Binary, cfg.Options.Args()...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = cfg.Env
+	// Its own group, so signals reach the tools it spawned (Bash children)
+	// and none of them outlives the job; also keeps the terminal's Ctrl-C
+	// from reaching it directly: pneuma decides how to stop it.
+	cmd.SysProcAttr = groupAttr()
+
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (*Process, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	// Stdout is an *os.File so that cmd.Wait returns when the process exits,
+	// even while a grandchild still holds the pipe: Wait then kills the group
+	// and drains the pipe itself.
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	var errR, errW *os.File
+	if cfg.Stderr != nil {
+		if errR, errW, err = pipe(); err != nil {
+			return fail(err)
+		}
+		cmd.Stderr = errW
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	inR.Close()
+	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
+
+	p := &Process{
+		cmd:        cmd,
+		onControl:  cfg.OnControl,
+		stream:     cfg.Stream,
+		maxLine:    cfg.MaxLineBytes,
+		stdin:      inW,
+		writeSem:   make(chan struct{}, 1),
+		stdout:     outR,
+		stderr:     errR,
+		stderrDst:  cfg.Stderr,
+		events:     make(chan Event, 128),
+		exited:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		done:       make(chan struct{}),
+		pending:    make(map[string]chan *ControlReply),
+		cancels:    make(map[string]context.CancelFunc),
+	}
+	if p.maxLine <= 0 {
+		p.maxLine = DefaultMaxLineBytes
+	}
+	go p.read()
+	go p.copyStderr()
+	go p.wait()
+	return p, nil
+}
+
+// Pid is the CLI's process id, which is also its process group id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Events delivers every stdout line, decoded, in order. It is closed after
+// stdout reaches EOF. The caller must drain it: an undrained channel stalls
+// the CLI once its stdout pipe fills.
+func (p *Process) Events() <-chan Event { return p.events }
+
+// Exited is closed when the main process has exited (its tools may still be
+// running until Wait kills them).
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// SendUser writes a user message (a new turn, or queued behind the running
+// one) to stdin.
+func (p *Process) SendUser(text string) error {
+	if err := p.writeLine(newUserLine(text), time.Time{}); err != nil {
+		return fmt.Errorf("send user message: %w", err)
+	}
+	return nil
+}
+
+// Interrupt asks the CLI to abort the running turn. The process stays alive;
+// the turn ends with a result of subtype error_during_execution.
+func (p *Process) Interrupt() error {
+	if err := p.writeLine(interruptLine(), time.Time{}); err != nil {
+		return fmt.Errorf("send interrupt: %w", err)
+	}
+	return nil
+}
+
+func interruptLine() []byte {
+	return mustMarshal(controlRequestLine{
+		Type:      TypeControlRequest,
+		RequestID: newRequestID(),
+		Request:   map[string]string{"subtype": "interrupt"},
+	})
+}
+
+// Initialize sends the initialize control request (registering hooks) and
+// waits for the CLI's answer, returning its success payload. Send it before
+// the first user message.
+func (p *Process) Initialize(ctx context.Context, req InitializeRequest) (json.RawMessage, error) {
+	body := struct {
+		Subtype string `json:"subtype"`
+		InitializeRequest
+	}{"initialize", req}
+	reply, err := p.request(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	if reply.Subtype != "success" {
+		return nil, fmt.Errorf("initialize: claude answered %s: %s", reply.Subtype, reply.Error)
+	}
+	return reply.Response, nil
+}
+
+// request sends a control request and waits for the control_response with
+// the same request_id.
+func (p *Process) request(ctx context.Context, body any) (*ControlReply, error) {
+	id := newRequestID()
+	ch := make(chan *ControlReply, 1)
+	p.mu.Lock()
+	p.pending[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+	line := mustMarshal(controlRequestLine{Type: TypeControlRequest, RequestID: id, Request: body})
+	if err := p.writeLine(line, time.Time{}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.readerDone:
+		select {
+		case r := <-ch:
+			return r, nil
+		default:
+			return nil, errors.New("claude closed its output before answering")
+		}
+	}
+}
+
+// CloseInput closes stdin. The CLI finishes the running and queued turns,
+// then exits: the graceful end of a job.
+func (p *Process) CloseInput() error {
+	p.closeOnce.Do(func() {
+		p.inputClosed.Store(true)
+		if err := p.stdin.Close(); err != nil {
+			p.closeErr = fmt.Errorf("close claude stdin: %w", err)
+		}
+	})
+	return p.closeErr
+}
+
+// writeLine writes b and a newline to stdin as one line. A zero deadline
+// waits as long as it takes (a write can only block while the CLI is alive
+// and not reading; its exit closes stdin and fails the write).
+func (p *Process) writeLine(b []byte, deadline time.Time) error {
+	if p.inputClosed.Load() {
+		return ErrInputClosed
+	}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case p.writeSem <- struct{}{}:
+	case <-timeout:
+		return fmt.Errorf("write to claude stdin: %w", os.ErrDeadlineExceeded)
+	}
+	defer func() { <-p.writeSem }()
+	if p.inputClosed.Load() {
+		return ErrInputClosed
+	}
+	if !deadline.IsZero() {
+		if err := p.stdin.SetWriteDeadline(deadline); err == nil {
+			defer p.stdin.SetWriteDeadline(time.Time{})
+		}
+	}
+	line := make([]byte, 0, len(b)+1)
+	line = append(append(line, b...), '\n')
+	if _, err := p.stdin.Write(line); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return ErrInputClosed
+		}
+		return fmt.Errorf("write to claude stdin: %w", err)
+	}
+	return nil
+}
+
+// Stop ends the process, gracefully first: an interrupt control request
+// followed by closing stdin (when stdin is still open), then SIGINT, SIGTERM
+// and SIGKILL to the whole process group, waiting grace for the exit after
+// each step. SIGINT comes before SIGTERM because SIGTERM loses the result
+// line and the unflushed transcript, and SIGKILL closes the ladder because
+// only it cannot be ignored. If ctx ends first, Stop goes straight to
+// SIGKILL and returns ctx's error. Stop returns once the main process has
+// exited; call Wait for the final status.
+func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
+	if p.hasExited() {
+		return nil
+	}
+	if !p.inputClosed.Load() {
+		// An interrupt only ends the turn; the EOF after it lets the CLI write
+		// the interrupted result and exit on its own.
+		_ = p.writeLine(interruptLine(), time.Now().Add(grace))
+		_ = p.CloseInput()
+		if p.waitExit(ctx, grace) {
+			return nil
+		}
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := p.signalGroup(sig); err != nil {
+			return err
+		}
+		if p.waitExit(ctx, grace) {
+			return nil
+		}
+	}
+	if err := p.signalGroup(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-p.exited
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stop claude: %w", err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the whole process group now.
+func (p *Process) Kill() error { return p.signalGroup(syscall.SIGKILL) }
+
+func (p *Process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitExit reports whether the main process exits within d (false when ctx
+// ends first).
+func (p *Process) waitExit(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return p.hasExited()
+}
+
+func (p *Process) signalGroup(sig syscall.Signal) error {
+	if p.hasExited() {
+		// The group leader is reaped; Wait has already killed the group.
+		return nil
+	}
+	if err := signalGroup(p.cmd.Process, sig); err != nil {
+		return fmt.Errorf("signal claude process group %d: %w", p.Pid(), err)
+	}
+	return nil
+}
+
+// Wait waits for the process to exit and for its stdout to be drained (every
+// event delivered), then returns how it ended. A non-zero exit is reported in
+// ExitStatus, not as an error; the error is for a failed wait or a failed
+// write to Config.Stream. Safe to call more than once and concurrently.
+func (p *Process) Wait() (ExitStatus, error) {
+	<-p.done
+	return p.status, p.waitErr
+}
+
+// wait reaps the process, kills what is left of its group, drains the pipes
+// and releases everything.
+func (p *Process) wait() {
+	err := p.cmd.Wait()
+	close(p.exited)
+	// Tools the CLI started (and their children) share its group: they must
+	// not outlive the job nor hold stdout open. The group id cannot be reused
+	// while any member is alive.
+	_ = signalGroup(p.cmd.Process, syscall.SIGKILL)
+	p.drain()
+	_ = p.CloseInput()
+
+	p.mu.Lock()
+	p.finished = true
+	for _, cancel := range p.cancels {
+		cancel()
+	}
+	p.mu.Unlock()
+	p.handlers.Wait()
+	p.stdout.Close()
+	if p.stderr != nil {
+		p.stderr.Close()
+	}
+
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil || errors.As(err, &exitErr):
+		err = nil
+	default:
+		err = fmt.Errorf("wait for claude: %w", err)
+	}
+	if st := p.cmd.ProcessState; st != nil {
+		p.status.Code = st.ExitCode()
+		p.status.Signal = exitSignal(st)
+	}
+	if err == nil && p.streamErr != nil {
+		err = fmt.Errorf("copy claude output to stream: %w", p.streamErr)
+	}
+	p.waitErr = err
+	close(p.done)
+}
+
+// drain waits for stdout and stderr to reach EOF, abandoning them after
+// drainTimeout (a descendant that escaped the group still holds them).
+func (p *Process) drain() {
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	for _, ch := range []chan struct{}{p.readerDone, p.stderrDone} {
+		select {
+		case <-ch:
+		case <-t.C:
+			now := time.Now()
+			_ = p.stdout.SetReadDeadline(now)
+			if p.stderr != nil {
+				_ = p.stderr.SetReadDeadline(now)
+			}
+			<-p.readerDone
+			<-p.stderrDone
+			return
+		}
+	}
+}
+
+func (p *Process) copyStderr() {
+	defer close(p.stderrDone)
+	if p.stderr == nil {
+		return
+	}
+	_, _ = io.Copy(p.stderrDst, p.stderr)
+}
+
+// read decodes stdout line by line, copying every byte to the stream first.
+func (p *Process) read() {
+	defer close(p.readerDone)
+	defer close(p.events)
+	br := bufio.NewReaderSize(p.stdout, 64<<10)
+	var (
+		line      []byte
+		size      int
+		oversized bool
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		p.copyOut(chunk)
+		complete := err == nil
+		body := chunk
+		if complete {
+			body = chunk[:len(chunk)-1]
+		}
+		size += len(body)
+		if !oversized {
+			if size > p.maxLine {
+				oversized, line = true, line[:0]
+			} else {
+				line = append(line, body...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if size > 0 {
+			p.emit(line, size, oversized, !complete)
+		}
+		if err != nil {
+			return
+		}
+		size, oversized = 0, false
+		if cap(line) > 1<<20 {
+			line = nil // do not pin a multi-MB buffer for the rest of the run
+		} else {
+			line = line[:0]
+		}
+	}
+}
+
+func (p *Process) copyOut(b []byte) {
+	if len(b) == 0 || p.stream == nil || p.streamErr != nil {
+		return
+	}
+	if _, err := p.stream.Write(b); err != nil {
+		p.streamErr = err
+	}
+}
+
+func (p *Process) emit(line []byte, size int, oversized, torn bool) {
+	var ev Event
+	switch {
+	case oversized:
+		ev = Event{Type: TypeOversized, Size: size,
+			Err: fmt.Errorf("line of %d bytes is longer than the %d byte limit", size, p.maxLine)}
+		p.status.SkippedLines++
+	case torn:
+		ev = Event{Type: TypeInvalid, Size: size,
+			Err: fmt.Errorf("incomplete last line (%d bytes, no newline at end of output)", size)}
+	default:
+		ev = Decode(line)
+	}
+	p.status.Lines++
+	if ev.Type == TypeInvalid {
+		p.status.InvalidLines++
+	}
+	switch {
+	case ev.Control != nil:
+		p.dispatch(ev.Control)
+	case ev.Reply != nil:
+		p.mu.Lock()
+		ch := p.pending[ev.Reply.RequestID]
+		p.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- ev.Reply:
+			default: // a duplicate answer; the first one counts
+			}
+		}
+	case ev.CancelRequestID != "":
+		p.mu.Lock()
+		cancel := p.cancels[ev.CancelRequestID]
+		p.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+	p.events <- ev
+}
+
+// dispatch answers a control request on its own goroutine: a can_use_tool
+// blocks the CLI until answered, and the answer may take a while (a human, a
+// policy), so the reader must keep going.
+func (p *Process) dispatch(req *ControlRequest) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	if p.finished {
+		p.mu.Unlock()
+		cancel()
+		return
+	}
+	p.cancels[req.RequestID] = cancel
+	p.handlers.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.handlers.Done()
+		defer func() {
+			p.mu.Lock()
+			delete(p.cancels, req.RequestID)
+			p.mu.Unlock()
+			cancel()
+		}()
+		var resp ControlResponse
+		if p.onControl != nil {
+			resp = p.onControl(ctx, req)
+		}
+		// Fails only once stdin is closed, when nobody is waiting any more.
+		_ = p.writeLine(encodeControlResponse(req, resp), time.Time{})
+	}()
+}

@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pneuma-cli/pneuma/history"
+)
+
+type historyShowOptions struct {
+	*historyOptions
+	Session string
+	Format  string
+	Output  string
+	Fold    int
+}
+
+func newCmdHistoryShow(io *IO, parent *historyOptions) *cobra.Command {
+	opts := &historyShowOptions{historyOptions: parent}
+	c := &cobra.Command{
+		Use:   "show SESSION",
+		Short: "Export one session as Markdown, JSON, HTML or text (secrets redacted)",
+		Long: `Export one session, named by full id, unique id prefix or transcript path.
+
+Formats: md (default), json (the normalised structure "pneuma.history.session/v1":
+header fields, "entries" of records with blocks, subagents nested as records
+of type "subagent" with their own "entries", then "usage" and "read_stats"),
+html (one self-contained page; tool results and subagents collapse) and text.
+Tool inputs and results are folded to --fold characters in md, text and html.
+API keys, tokens, passwords and private keys are redacted in every format.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Session = args[0]
+			return historyShow(c.Context(), io, opts)
+		},
+	}
+	c.Flags().StringVarP(&opts.Format, "format", "f", "md", "md, json, html or text")
+	c.Flags().StringVarP(&opts.Output, "output", "o", "", "write to this file instead of stdout")
+	c.Flags().IntVar(&opts.Fold, "fold", 0, "fold tool inputs and results to this many characters (0: format default, -1: never)")
+	return c
+}
+
+func historyShow(ctx context.Context, io *IO, opts *historyShowOptions) error {
+	format, err := history.ParseFormat(opts.Format)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	prices, err := opts.prices()
+	if err != nil {
+		return err
+	}
+	s, err := history.Resolve(ctx, opts.configDir(io), opts.Session)
+	if err != nil {
+		var amb *history.AmbiguousError
+		if errors.As(err, &amb) {
+			return &UsageError{Err: err}
+		}
+		return err
+	}
+	w, done, err := createOutput(io, opts.Output)
+	if err != nil {
+		return err
+	}
+	err = history.Export(ctx, w, s.Path, history.ExportOptions{Format: format, Prices: prices, Fold: opts.Fold})
+	if derr := done(err == nil); err == nil {
+		err = derr
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pneuma-cli/pneuma/history"
+)
+
+type historyUsageOptions struct {
+	*historyOptions
+	By  string
+	UTC bool
+}
+
+func newCmdHistoryUsage(io *IO, parent *historyOptions) *cobra.Command {
+	opts := &historyUsageOptions{historyOptions: parent}
+	c := &cobra.Command{
+		Use:   "usage",
+		Short: "Tokens and estimated cost by day, session, model or project",
+		Long: `Tokens and estimated cost of every API call in the history, grouped by
+--by day (local date; --utc for UTC), session, model or project.
+
+Calls are deduplicated by (message.id, requestId) across all files; a call a
+fork copied stays with the session it was first made in. Subagent calls count
+for their session; synthetic API-error entries are skipped. Calls of models
+the price table does not know are counted but not priced (marked *).
+--json prints an array of rows: the group key (date, session_id, model or
+project), input_tokens, output_tokens, cache_read_input_tokens,
+cache_creation_input_tokens, cost_usd, api_calls, and, by session, flags
+("compacted", "interrupted": the transcript cannot match what was billed).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return historyUsage(c.Context(), io, opts)
+		},
+	}
+	opts.addSelectFlags(c)
+	c.Flags().StringVar(&opts.By, "by", "day", "group by day, session, model or project")
+	c.Flags().BoolVar(&opts.UTC, "utc", false, "group days in UTC instead of local time")
+	return c
+}
+
+func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error {
+	by := strings.ToLower(opts.By)
+	switch by {
+	case history.ByDay, history.BySession, history.ByModel, history.ByProject:
+	default:
+		return &UsageError{Err: fmt.Errorf("--by %q: want day, session, model or project", opts.By)}
+	}
+	filter, err := opts.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	prices, err := opts.prices()
+	if err != nil {
+		return err
+	}
+	limitMemory(io)
+	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices})
+	if err != nil {
+		return err
+	}
+	loc := time.Local
+	if opts.UTC {
+		loc = time.UTC
+	}
+	rows := corpus.UsageBy(by, loc)
+	if opts.JSON {
+		if rows == nil {
+			rows = []history.UsageRow{}
+		}
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", strings.ToUpper(by))
+	var flagged, unpriced bool
+	for _, r := range rows {
+		key := r.Key()
+		if by == history.ByProject {
+			key = shortLine(key, 50)
+		}
+		if len(r.Flags) > 0 {
+			key += " !"
+			flagged = true
+		}
+		cost := fmt.Sprintf("%.4f", r.CostUSD)
+		if r.UnpricedCalls > 0 {
+			cost += "*"
+			unpriced = true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", key, r.APICalls,
+			history.Thousands(r.InputTokens), history.Thousands(r.OutputTokens),
+			history.Thousands(r.CacheReadInputTokens), history.Thousands(r.CacheCreationInputTokens), cost)
+	}
+	t := corpus.Total()
+	fmt.Fprintf(tw, "TOTAL\t%d\t%s\t%s\t%s\t%s\t%.4f\t\n", t.APICalls,
+		history.Thousands(t.InputTokens), history.Thousands(t.OutputTokens),
+		history.Thousands(t.CacheReadInputTokens), history.Thousands(t.CacheCreationInputTokens), t.CostUSD)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if flagged {
+		fmt.Fprintln(io.Out, "! the transcript cannot match the bill exactly: a /compact summary call is not in it, or an interrupted response's partial tokens are")
+	}
+	if unpriced {
+		fmt.Fprintf(io.Out, "* includes calls of models without a price (%s); add them with --prices FILE\n", strings.Join(t.UnpricedModels, ", "))
+	}
+	if s := corpus.Stats; s.Malformed+s.Oversized > 0 {
+		fmt.Fprintf(io.ErrOut, "pneuma: skipped %d malformed and %d oversized lines\n", s.Malformed, s.Oversized)
+	}
+	return nil
+}

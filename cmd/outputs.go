@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// gitHubSummaryLimit is GitHub's limit for one step summary.
+const gitHubSummaryLimit = 1 << 20
+
+// writeOutputs writes the CI outputs a run asked for: a copy of report.json,
+// JUnit XML, a Markdown summary (and $GITHUB_STEP_SUMMARY), and GitHub
+// annotations for failed jobs. It tries every output and returns all errors.
+func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
+	var errs []error
+	if o.Report != "" {
+		if err := report.WriteJSON(o.Report, r); err != nil {
+			errs = append(errs, fmt.Errorf("--report: %w", err))
+		}
+	}
+	if o.JUnit != "" {
+		if err := writeFile(o.JUnit, func(f *os.File) error { return report.WriteJUnit(f, r) }); err != nil {
+			errs = append(errs, fmt.Errorf("--junit: %w", err))
+		}
+	}
+	if o.Summary != "" {
+		if err := writeFile(o.Summary, func(f *os.File) error {
+			return report.WriteMarkdown(f, r, report.MarkdownOptions{})
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("--summary: %w", err))
+		}
+	}
+	if path := io.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+		if err := appendStepSummary(path, r); err != nil {
+			errs = append(errs, fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err))
+		}
+	}
+	if github {
+		_ = report.GitHubAnnotations(io.ErrOut, r)
+	}
+	return errors.Join(errs...)
+}
+
+func appendStepSummary(path string, r *report.Report) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	werr := report.WriteMarkdown(f, r, report.MarkdownOptions{MaxBytes: gitHubSummaryLimit})
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	werr := write(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}

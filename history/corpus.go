@@ -1,0 +1,357 @@
+package history
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Filter selects sessions and calls.
+type Filter struct {
+	// Project, when set, keeps only sessions whose cwd is this directory.
+	Project string
+	// IncludeWorktrees also keeps sessions run in a git worktree of Project.
+	IncludeWorktrees bool
+	// Since and Until bound call timestamps (usage) and session activity (list).
+	Since, Until time.Time
+}
+
+// Flags on a session whose transcript cannot account for every billed call.
+const (
+	// FlagCompacted: a /compact summary call is billed but not in the transcript.
+	FlagCompacted = "compacted"
+	// FlagInterrupted: the transcript keeps an interrupted response's partial
+	// tokens, which the CLI does not bill.
+	FlagInterrupted = "interrupted"
+	// FlagUnpriced: some calls are of models missing from the price table.
+	FlagUnpriced = "unpriced"
+	// FlagMalformed: some lines could not be read.
+	FlagMalformed = "malformed_lines"
+)
+
+// SessionSummary is one row of `history list`.
+type SessionSummary struct {
+	ID           string    `json:"session_id"`
+	Project      string    `json:"project"`
+	ProjectDir   string    `json:"project_dir"`
+	Path         string    `json:"path"`
+	Started      time.Time `json:"started"`
+	LastActivity time.Time `json:"last_activity"`
+	FirstPrompt  string    `json:"first_prompt"`
+	Prompts      int       `json:"prompts"`
+	Subagents    int       `json:"subagents"`
+	Totals
+	Flags []string  `json:"flags,omitempty"`
+	Stats ReadStats `json:"read_stats"`
+}
+
+// Corpus is a scanned projects tree: every session and its deduplicated calls.
+type Corpus struct {
+	sessions []*SessionSummary
+	calls    []ownedCall
+	prices   *PriceTable
+	filter   Filter
+	// Stats sums what every reader skipped.
+	Stats ReadStats
+}
+
+type ownedCall struct {
+	call
+	session *SessionSummary
+}
+
+// ScanOptions configures Scan.
+type ScanOptions struct {
+	Filter Filter
+	// Prices prices the calls; nil uses the embedded table.
+	Prices *PriceTable
+	// Summary also collects prompts and first prompts (for list); usage
+	// reports do not need them and skip those lines.
+	Summary bool
+}
+
+// Scan reads every session under configDir (in parallel, streaming) and
+// deduplicates API calls by (message.id, requestId) across all files: a call
+// copied into a fork stays with the session it was first written to.
+func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, error) {
+	if opts.Prices == nil {
+		opts.Prices = DefaultPrices()
+	}
+	files, err := ListSessions(ctx, configDir)
+	if err != nil {
+		return nil, err
+	}
+	files = selectProjects(files, opts.Filter)
+	var paths, projs []string
+	bySID := make(map[string]*SessionSummary, len(files))
+	var sessions []*SessionSummary
+	for _, f := range files {
+		s := &SessionSummary{ID: f.ID, ProjectDir: f.ProjectDir, Path: f.Path}
+		bySID[f.Path] = s
+		sessions = append(sessions, s)
+		paths = append(paths, f.Path)
+		projs = append(projs, f.ProjectDir)
+		subs := f.Subagents()
+		s.Subagents = len(subs)
+		for _, sp := range subs {
+			paths = append(paths, sp)
+			projs = append(projs, f.ProjectDir)
+		}
+	}
+	scans, err := scanFiles(ctx, paths, projs, opts.Summary)
+	if err != nil {
+		return nil, err
+	}
+	c := &Corpus{prices: opts.Prices, filter: opts.Filter}
+	owner := func(fs *fileScan) *SessionSummary {
+		if !fs.agent {
+			return bySID[fs.path]
+		}
+		return bySID[filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(fs.path))), fs.sessionID+".jsonl")]
+	}
+	for _, fs := range scans {
+		s := owner(fs)
+		if s == nil {
+			continue
+		}
+		c.Stats.Add(fs.stats)
+		s.Stats.Add(fs.stats)
+		if !fs.agent {
+			s.Project = fs.cwd
+			s.Started, s.LastActivity = fs.start, fs.last
+			s.FirstPrompt, s.Prompts = fs.firstPrompt, fs.prompts
+		} else if fs.last.After(s.LastActivity) {
+			s.LastActivity = fs.last
+		}
+		if fs.compacted > 0 {
+			s.addFlag(FlagCompacted)
+		}
+		if fs.interrupted > 0 {
+			s.addFlag(FlagInterrupted)
+		}
+		if fs.stats.Malformed+fs.stats.Oversized > 0 {
+			s.addFlag(FlagMalformed)
+		}
+	}
+	ownerOrder(scans)
+	seen := make(map[[2]uint64]struct{})
+	for _, fs := range scans {
+		s := owner(fs)
+		if s == nil {
+			continue
+		}
+		for _, cl := range fs.calls {
+			if _, dup := seen[cl.key]; dup {
+				continue
+			}
+			seen[cl.key] = struct{}{}
+			if !inRange(cl.ts, opts.Filter) {
+				continue
+			}
+			c.calls = append(c.calls, ownedCall{call: cl, session: s})
+			s.Totals.addCall(&cl, opts.Prices)
+		}
+		fs.calls = nil
+	}
+	for _, s := range sessions {
+		if s.Project == "" {
+			s.Project = s.ProjectDir
+		}
+		if s.UnpricedCalls > 0 {
+			s.addFlag(FlagUnpriced)
+		}
+		if !matchProject(s.Project, opts.Filter) {
+			continue
+		}
+		if !opts.Filter.Since.IsZero() && s.LastActivity.Before(opts.Filter.Since) {
+			continue
+		}
+		if !opts.Filter.Until.IsZero() && s.Started.After(opts.Filter.Until) {
+			continue
+		}
+		c.sessions = append(c.sessions, s)
+	}
+	calls := c.calls[:0]
+	for _, cl := range c.calls {
+		if matchProject(cl.session.Project, opts.Filter) {
+			calls = append(calls, cl)
+		}
+	}
+	c.calls = calls
+	sort.SliceStable(c.sessions, func(i, j int) bool {
+		return c.sessions[i].Started.Before(c.sessions[j].Started)
+	})
+	return c, nil
+}
+
+func (s *SessionSummary) addFlag(f string) {
+	for _, x := range s.Flags {
+		if x == f {
+			return
+		}
+	}
+	s.Flags = append(s.Flags, f)
+}
+
+// Sessions returns the selected sessions, oldest first.
+func (c *Corpus) Sessions() []*SessionSummary { return c.sessions }
+
+// Grouping keys for UsageBy.
+const (
+	ByDay     = "day"
+	BySession = "session"
+	ByModel   = "model"
+	ByProject = "project"
+)
+
+// UsageRow is one group of a usage report. Exactly one of the key fields is
+// set, named after the grouping.
+type UsageRow struct {
+	Date      string `json:"date,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Project   string `json:"project,omitempty"`
+	Totals
+	// Flags (by session) say why the figure may differ from what was billed.
+	Flags []string `json:"flags,omitempty"`
+}
+
+// Key returns the row's group key.
+func (r UsageRow) Key() string { return r.Date + r.SessionID + r.Model + r.Project }
+
+// UsageBy groups the deduplicated calls by day (local time), session, model
+// or project, sorted by key (by day: chronologically).
+func (c *Corpus) UsageBy(by string, loc *time.Location) []UsageRow {
+	if loc == nil {
+		loc = time.Local
+	}
+	rows := make(map[string]*UsageRow)
+	for i := range c.calls {
+		cl := &c.calls[i]
+		var r UsageRow
+		switch by {
+		case BySession:
+			r.SessionID = cl.session.ID
+		case ByModel:
+			r.Model = cl.model
+		case ByProject:
+			r.Project = cl.session.Project
+		default:
+			r.Date = cl.ts.In(loc).Format(time.DateOnly)
+		}
+		k := r.Key()
+		row, ok := rows[k]
+		if !ok {
+			row = &r
+			if by == BySession {
+				row.Flags = cl.session.Flags
+			}
+			rows[k] = row
+		}
+		row.Totals.addCall(&cl.call, c.prices)
+	}
+	out := make([]UsageRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// Total returns the sum over all selected calls.
+func (c *Corpus) Total() Totals {
+	var t Totals
+	for i := range c.calls {
+		t.addCall(&c.calls[i].call, c.prices)
+	}
+	return t
+}
+
+func inRange(ts time.Time, f Filter) bool {
+	if ts.IsZero() {
+		return f.Since.IsZero() && f.Until.IsZero()
+	}
+	if !f.Since.IsZero() && ts.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !ts.Before(f.Until) {
+		return false
+	}
+	return true
+}
+
+// selectProjects keeps the project directories that can hold sessions of
+// f.Project, judged by the cwd of their first session; matchProject checks
+// every session afterwards.
+func selectProjects(files []SessionFile, f Filter) []SessionFile {
+	if f.Project == "" {
+		return files
+	}
+	want := ProjectDirName(f.Project)
+	cwdOf := make(map[string]string)
+	var out []SessionFile
+	for _, s := range files {
+		if s.ProjectDir == want {
+			out = append(out, s)
+			continue
+		}
+		if !f.IncludeWorktrees {
+			continue
+		}
+		cwd, ok := cwdOf[s.ProjectDir]
+		if !ok {
+			cwd = FileCwd(s.Path)
+			cwdOf[s.ProjectDir] = cwd
+		}
+		if matchProject(cwd, f) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// matchProject reports whether a session run in cwd belongs to f.Project.
+func matchProject(cwd string, f Filter) bool {
+	if f.Project == "" {
+		return true
+	}
+	if cwd == f.Project {
+		return true
+	}
+	return f.IncludeWorktrees && IsWorktreeOf(cwd, f.Project)
+}
+
+// IsWorktreeOf reports whether dir is a linked git worktree of the repository
+// at repo: its .git file points into repo's .git/worktrees, or it lies under
+// repo/.pneuma/worktrees (pneuma's own worktrees, which may be gone already).
+func IsWorktreeOf(dir, repo string) bool {
+	if dir == "" || dir == repo {
+		return false
+	}
+	if strings.HasPrefix(dir, filepath.Join(repo, ".pneuma", "worktrees")+string(filepath.Separator)) {
+		return true
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return false
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return false
+	}
+	gitdir = strings.TrimSpace(gitdir)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	common := filepath.Join(repo, ".git", "worktrees") + string(filepath.Separator)
+	if strings.HasPrefix(filepath.Clean(gitdir)+string(filepath.Separator), common) {
+		return true
+	}
+	if real, err := filepath.EvalSymlinks(repo); err == nil && real != repo {
+		return strings.HasPrefix(filepath.Clean(gitdir)+string(filepath.Separator), filepath.Join(real, ".git", "worktrees")+string(filepath.Separator))
+	}
+	return false
+}

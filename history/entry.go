@@ -1,0 +1,231 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Entry is one transcript line, decoded tolerantly: unknown types and fields
+// are kept in Raw-typed fields or ignored, never an error.
+type Entry struct {
+	Type              string          `json:"type"`
+	Subtype           string          `json:"subtype,omitempty"`
+	UUID              string          `json:"uuid,omitempty"`
+	ParentUUID        string          `json:"parentUuid,omitempty"`
+	LogicalParentUUID string          `json:"logicalParentUuid,omitempty"`
+	IsSidechain       bool            `json:"isSidechain,omitempty"`
+	IsMeta            bool            `json:"isMeta,omitempty"`
+	IsCompactSummary  bool            `json:"isCompactSummary,omitempty"`
+	IsAPIErrorMessage bool            `json:"isApiErrorMessage,omitempty"`
+	AgentID           string          `json:"agentId,omitempty"`
+	SessionID         string          `json:"sessionId,omitempty"`
+	Cwd               string          `json:"cwd,omitempty"`
+	GitBranch         string          `json:"gitBranch,omitempty"`
+	Version           string          `json:"version,omitempty"`
+	Timestamp         time.Time       `json:"timestamp"`
+	RequestID         string          `json:"requestId,omitempty"`
+	PromptID          string          `json:"promptId,omitempty"`
+	Message           *Message        `json:"message,omitempty"`
+	ToolUseResult     json.RawMessage `json:"toolUseResult,omitempty"`
+	Content           json.RawMessage `json:"content,omitempty"`
+	Operation         string          `json:"operation,omitempty"`
+	LastPrompt        string          `json:"lastPrompt,omitempty"`
+	Attachment        json.RawMessage `json:"attachment,omitempty"`
+	Mode              string          `json:"mode,omitempty"`
+	// Line is the entry's 1-based line number in its file.
+	Line int `json:"-"`
+}
+
+// Message is the API message inside user and assistant entries.
+type Message struct {
+	ID         string  `json:"id,omitempty"`
+	Role       string  `json:"role,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	Content    Content `json:"content"`
+	StopReason string  `json:"stop_reason,omitempty"`
+	Usage      *Usage  `json:"usage,omitempty"`
+}
+
+// Content is a message's content: a plain string is one text block.
+type Content []Block
+
+// UnmarshalJSON accepts a string or an array of blocks.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] == 'n' {
+		*c = nil
+		return nil
+	}
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Content{{Type: "text", Text: s}}
+		return nil
+	}
+	var blocks []Block
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return err
+	}
+	*c = blocks
+	return nil
+}
+
+// Block is one content block (text, thinking, tool_use, tool_result, image…).
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// ResultText returns a tool_result block's content as text: a string, or the
+// text blocks of an array joined by newlines (images are named, not inlined).
+func (b Block) ResultText() string {
+	c := bytes.TrimSpace(b.Content)
+	if len(c) == 0 {
+		return ""
+	}
+	if c[0] == '"' {
+		var s string
+		_ = json.Unmarshal(c, &s)
+		return s
+	}
+	var parts []Block
+	if json.Unmarshal(c, &parts) != nil {
+		return string(c)
+	}
+	var sb strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		switch p.Type {
+		case "text":
+			sb.WriteString(p.Text)
+		default:
+			fmt.Fprintf(&sb, "[%s]", p.Type)
+		}
+	}
+	return sb.String()
+}
+
+// IsAgentCall reports whether a tool_use block starts a subagent ("Agent" on
+// the wire, "Task" in older CLIs and init.tools; pitfall 23).
+func (b Block) IsAgentCall() bool {
+	return b.Type == "tool_use" && (b.Name == "Agent" || b.Name == "Task")
+}
+
+// AgentID returns toolUseResult.agentId of an Agent tool_result entry.
+func (e *Entry) ResultAgentID() string {
+	if len(e.ToolUseResult) == 0 || e.ToolUseResult[0] != '{' {
+		return ""
+	}
+	var r struct {
+		AgentID string `json:"agentId"`
+	}
+	_ = json.Unmarshal(e.ToolUseResult, &r)
+	return r.AgentID
+}
+
+// EntryReader reads a transcript one entry at a time with bounded memory.
+type EntryReader struct {
+	lr   *LineReader
+	line int
+}
+
+// NewEntryReader returns a reader of the transcript r.
+func NewEntryReader(r io.Reader) *EntryReader {
+	return &EntryReader{lr: NewLineReader(r, 0)}
+}
+
+// Next returns the next entry. Malformed lines are counted in Stats and
+// skipped; it returns io.EOF at the end.
+func (er *EntryReader) Next() (*Entry, error) {
+	for {
+		line, err := er.lr.Next()
+		if err != nil {
+			return nil, err
+		}
+		er.line++
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, err := ParseEntry(line)
+		if err != nil {
+			er.lr.Stats.Malformed++
+			continue
+		}
+		e.Line = er.line
+		return e, nil
+	}
+}
+
+// Stats returns what the reader skipped so far.
+func (er *EntryReader) Stats() ReadStats { return er.lr.Stats }
+
+// ParseEntry decodes one transcript line. A line whose known fields have
+// unexpected JSON types is still an error; unknown fields and types are not.
+func ParseEntry(line []byte) (*Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		// Retry with only the envelope: a known field of an unexpected shape
+		// (say, message.content as an object) must not hide the entry.
+		var env struct {
+			Type      string    `json:"type"`
+			UUID      string    `json:"uuid"`
+			Timestamp time.Time `json:"timestamp"`
+		}
+		if json.Unmarshal(line, &env) != nil || env.Type == "" {
+			return nil, fmt.Errorf("parse transcript line: %w", err)
+		}
+		return &Entry{Type: env.Type, UUID: env.UUID, Timestamp: env.Timestamp}, nil
+	}
+	return &e, nil
+}
+
+// SubagentMeta is <sid>/subagents/agent-<id>.meta.json.
+type SubagentMeta struct {
+	AgentType   string `json:"agentType"`
+	Description string `json:"description"`
+	ToolUseID   string `json:"toolUseId"`
+	SpawnDepth  int    `json:"spawnDepth"`
+}
+
+// Subagent is one subagent transcript of a session.
+type Subagent struct {
+	AgentID string
+	Path    string
+	Meta    SubagentMeta
+}
+
+// Subagents lists a transcript's subagents with their meta files, keyed by
+// the Agent tool_use id that started them (or "agent:<id>" when the meta file
+// is missing; the tool_result's agentId links those).
+func Subagents(sessionFile string) map[string]Subagent {
+	out := make(map[string]Subagent)
+	for _, p := range (SessionFile{Path: sessionFile}).Subagents() {
+		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "agent-"), ".jsonl")
+		sa := Subagent{AgentID: id, Path: p}
+		if data, err := os.ReadFile(strings.TrimSuffix(p, ".jsonl") + ".meta.json"); err == nil {
+			_ = json.Unmarshal(data, &sa.Meta)
+		}
+		if sa.Meta.ToolUseID != "" {
+			out[sa.Meta.ToolUseID] = sa
+		}
+		out["agent:"+id] = sa
+	}
+	return out
+}

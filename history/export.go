@@ -1,0 +1,377 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Format is an export format of `history show`.
+type Format string
+
+// Export formats.
+const (
+	FormatMarkdown Format = "md"
+	FormatJSON     Format = "json"
+	FormatHTML     Format = "html"
+	FormatText     Format = "text"
+)
+
+// ParseFormat validates a format name.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case FormatMarkdown, FormatJSON, FormatHTML, FormatText:
+		return f, nil
+	case "markdown":
+		return FormatMarkdown, nil
+	case "txt":
+		return FormatText, nil
+	}
+	return "", fmt.Errorf("unknown format %q (want md, json, html or text)", s)
+}
+
+// ExportSchema names the JSON export's structure.
+const ExportSchema = "pneuma.history.session/v1"
+
+// Header describes the exported session.
+type Header struct {
+	Schema    string    `json:"schema"`
+	SessionID string    `json:"session_id"`
+	Path      string    `json:"path"`
+	Project   string    `json:"project,omitempty"`
+	GitBranch string    `json:"git_branch,omitempty"`
+	Version   string    `json:"cli_version,omitempty"`
+	Started   time.Time `json:"started"`
+}
+
+// Record is one normalised transcript entry of an export: a user or
+// assistant message, a system event, or a subagent (whose own records are
+// nested in Entries).
+type Record struct {
+	// Type is "user", "assistant", "system" or "subagent".
+	Type       string    `json:"type"`
+	Subtype    string    `json:"subtype,omitempty"`
+	UUID       string    `json:"uuid,omitempty"`
+	ParentUUID string    `json:"parent_uuid,omitempty"`
+	Timestamp  time.Time `json:"timestamp,omitzero"`
+	Model      string    `json:"model,omitempty"`
+	MessageID  string    `json:"message_id,omitempty"`
+	RequestID  string    `json:"request_id,omitempty"`
+	Sidechain  bool      `json:"sidechain,omitempty"`
+	// Meta marks text the CLI injected rather than a person typed.
+	Meta bool `json:"meta,omitempty"`
+	// CompactSummary marks the summary that replaces compacted history.
+	CompactSummary bool     `json:"compact_summary,omitempty"`
+	APIError       bool     `json:"api_error,omitempty"`
+	Usage          *Usage   `json:"usage,omitempty"`
+	Blocks         []RBlock `json:"blocks,omitempty"`
+	// Agent fields, for Type "subagent".
+	AgentID     string `json:"agent_id,omitempty"`
+	AgentType   string `json:"agent_type,omitempty"`
+	Description string `json:"description,omitempty"`
+	ToolUseID   string `json:"tool_use_id,omitempty"`
+	// Continued is true when this assistant entry continues the previous
+	// one (the CLI writes one line per content block of a response).
+	Continued bool `json:"-"`
+}
+
+// RBlock is one content block of a Record.
+type RBlock struct {
+	// Type is text, thinking, tool_use, tool_result, image or another
+	// block type passed through.
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// ToolName is the name of the tool_use a tool_result answers.
+	ToolName string `json:"tool_name,omitempty"`
+	IsError  bool   `json:"is_error,omitempty"`
+}
+
+// Footer closes an export: deduplicated usage and what the reader skipped.
+type Footer struct {
+	Usage Totals    `json:"usage"`
+	Stats ReadStats `json:"read_stats"`
+}
+
+// renderer is one output format, fed as the transcript streams.
+type renderer interface {
+	begin(h Header) error
+	record(r *Record, depth int) error
+	beginSub(r *Record, depth int) error
+	endSub(r *Record, depth int) error
+	end(f Footer) error
+}
+
+// ExportOptions configures Export.
+type ExportOptions struct {
+	Format Format
+	// Prices prices the footer's usage; nil uses the embedded table.
+	Prices *PriceTable
+	// Fold is the number of characters a tool input or result is cut to in
+	// md, text and html (0: a default per format; negative: never cut).
+	Fold int
+	// Title overrides the document title.
+	Title string
+}
+
+// Export writes one session (the transcript at sessionFile, its subagents
+// nested where they were started) to w. It streams: output starts after the
+// first lines are read, and memory does not grow with the transcript. Secrets
+// are redacted in every format.
+func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOptions) error {
+	if opts.Prices == nil {
+		opts.Prices = DefaultPrices()
+	}
+	var r renderer
+	switch opts.Format {
+	case FormatMarkdown, "":
+		r = newMarkdown(w, opts.fold(4000))
+	case FormatText:
+		r = newText(w, opts.fold(4000))
+	case FormatHTML:
+		r = newHTML(w, opts.fold(20000), opts.Title)
+	case FormatJSON:
+		r = newJSONRenderer(w)
+	default:
+		return fmt.Errorf("unknown format %q", opts.Format)
+	}
+	f, err := os.Open(sessionFile)
+	if err != nil {
+		return fmt.Errorf("open session: %w", err)
+	}
+	defer f.Close()
+	x := &exporter{
+		r:      r,
+		prices: opts.Prices,
+		seen:   make(map[[2]uint64]struct{}),
+		tools:  make(map[string]string),
+		subs:   Subagents(sessionFile),
+		done:   make(map[string]bool),
+	}
+	er := NewEntryReader(f)
+	// Read ahead until an entry names the cwd, so the header can show it.
+	var pending []*Entry
+	h := Header{Schema: ExportSchema, SessionID: strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl"), Path: sessionFile}
+	for len(pending) < 64 {
+		e, err := er.Next()
+		if err != nil {
+			if err != io.EOF {
+				return fmt.Errorf("read %s: %w", sessionFile, err)
+			}
+			break
+		}
+		pending = append(pending, e)
+		if h.Started.IsZero() && !e.Timestamp.IsZero() {
+			h.Started = e.Timestamp
+		}
+		if e.Cwd != "" {
+			h.Project, h.GitBranch, h.Version = Redact(e.Cwd), e.GitBranch, e.Version
+			break
+		}
+	}
+	if err := r.begin(h); err != nil {
+		return err
+	}
+	for _, e := range pending {
+		if err := x.entry(ctx, e, 0); err != nil {
+			return err
+		}
+	}
+	if err := x.stream(ctx, er, 0); err != nil {
+		return fmt.Errorf("export %s: %w", sessionFile, err)
+	}
+	x.stats.Add(er.Stats())
+	// Subagents no tool call pointed at still belong to the session.
+	for key, sa := range x.subs {
+		if strings.HasPrefix(key, "agent:") && !x.done[sa.AgentID] {
+			if err := x.subagent(ctx, sa, "", 0); err != nil {
+				return err
+			}
+		}
+	}
+	return r.end(Footer{Usage: x.totals, Stats: x.stats})
+}
+
+func (o ExportOptions) fold(def int) int {
+	switch {
+	case o.Fold < 0:
+		return 0
+	case o.Fold == 0:
+		return def
+	}
+	return o.Fold
+}
+
+// exporter turns entries into records for a renderer.
+type exporter struct {
+	r      renderer
+	prices *PriceTable
+	seen   map[[2]uint64]struct{}
+	tools  map[string]string // tool_use id → tool name
+	subs   map[string]Subagent
+	done   map[string]bool // agent ids already exported
+	totals Totals
+	stats  ReadStats
+	lastID string // message id of the previous assistant entry
+}
+
+func (x *exporter) stream(ctx context.Context, er *EntryReader, depth int) error {
+	for n := 0; ; n++ {
+		if n&255 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e, err := er.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := x.entry(ctx, e, depth); err != nil {
+			return err
+		}
+	}
+}
+
+func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
+	rec, ok := x.normalise(e)
+	if !ok {
+		return nil
+	}
+	if err := x.r.record(rec, depth); err != nil {
+		return err
+	}
+	for _, b := range rec.Blocks {
+		if b.Type != "tool_use" || (b.Name != "Agent" && b.Name != "Task") {
+			continue
+		}
+		if sa, ok := x.subs[b.ID]; ok && !x.done[sa.AgentID] {
+			if err := x.subagent(ctx, sa, b.ID, depth); err != nil {
+				return err
+			}
+		}
+	}
+	// A tool_result naming an agent the tool call did not (no meta file).
+	if e.Type == "user" {
+		if id := e.ResultAgentID(); id != "" && !x.done[id] {
+			if sa, ok := x.subs["agent:"+id]; ok {
+				return x.subagent(ctx, sa, "", depth)
+			}
+		}
+	}
+	return nil
+}
+
+func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, depth int) error {
+	x.done[sa.AgentID] = true
+	if toolUseID == "" {
+		toolUseID = sa.Meta.ToolUseID
+	}
+	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
+		Description: Redact(sa.Meta.Description), ToolUseID: toolUseID, Sidechain: true}
+	f, err := os.Open(sa.Path)
+	if err != nil {
+		return fmt.Errorf("open subagent %s: %w", sa.AgentID, err)
+	}
+	defer f.Close()
+	er := NewEntryReader(f)
+	// Peek at the first entry for the subagent's start time.
+	first, err := er.Next()
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("read subagent %s: %w", sa.AgentID, err)
+	}
+	if first != nil {
+		rec.Timestamp = first.Timestamp
+	}
+	if err := x.r.beginSub(rec, depth); err != nil {
+		return err
+	}
+	saved := x.lastID
+	x.lastID = ""
+	if first != nil {
+		if err := x.entry(ctx, first, depth+1); err != nil {
+			return err
+		}
+	}
+	if err := x.stream(ctx, er, depth+1); err != nil {
+		return fmt.Errorf("subagent %s: %w", sa.AgentID, err)
+	}
+	x.lastID = saved
+	x.stats.Add(er.Stats())
+	return x.r.endSub(rec, depth)
+}
+
+// normalise maps an entry to a record; entries that carry no conversation
+// (attachments, queue operations, modes, unknown types) are left out.
+func (x *exporter) normalise(e *Entry) (*Record, bool) {
+	rec := &Record{
+		Type: e.Type, Subtype: e.Subtype, UUID: e.UUID, ParentUUID: e.ParentUUID,
+		Timestamp: e.Timestamp, Sidechain: e.IsSidechain, Meta: e.IsMeta,
+		CompactSummary: e.IsCompactSummary, APIError: e.IsAPIErrorMessage, RequestID: e.RequestID,
+	}
+	if rec.ParentUUID == "" {
+		rec.ParentUUID = e.LogicalParentUUID
+	}
+	switch e.Type {
+	case "user", "assistant":
+		if e.Message == nil {
+			return nil, false
+		}
+	case "system":
+		var text string
+		if len(e.Content) > 0 && e.Content[0] == '"' {
+			_ = json.Unmarshal(e.Content, &text)
+		}
+		if text == "" && e.Subtype == "" {
+			return nil, false
+		}
+		rec.Blocks = []RBlock{{Type: "text", Text: Redact(text)}}
+		return rec, true
+	default:
+		return nil, false
+	}
+	m := e.Message
+	rec.Model, rec.MessageID = m.Model, m.ID
+	if e.Type == "assistant" {
+		rec.Continued = m.ID != "" && m.ID == x.lastID
+		x.lastID = m.ID
+		if m.Usage != nil && !e.IsAPIErrorMessage && m.Model != "<synthetic>" {
+			key := callKey(m.ID, e.RequestID)
+			if _, dup := x.seen[key]; !dup {
+				x.seen[key] = struct{}{}
+				rec.Usage = m.Usage
+				x.totals.addCall(&call{model: m.Model, usage: *m.Usage}, x.prices)
+			}
+		}
+	} else {
+		x.lastID = ""
+	}
+	for _, b := range m.Content {
+		rb := RBlock{Type: b.Type, ID: b.ID, Name: b.Name, ToolUseID: b.ToolUseID, IsError: b.IsError}
+		switch b.Type {
+		case "text":
+			rb.Text = Redact(b.Text)
+		case "thinking":
+			rb.Text = Redact(b.Thinking)
+		case "redacted_thinking":
+		case "tool_use", "server_tool_use":
+			rb.Input = redactJSON(b.Input)
+			x.tools[b.ID] = b.Name
+		case "tool_result":
+			rb.Text = Redact(b.ResultText())
+			rb.ToolName = x.tools[b.ToolUseID]
+		default:
+			rb.Text = Redact(b.Text)
+		}
+		rec.Blocks = append(rec.Blocks, rb)
+	}
+	return rec, true
+}

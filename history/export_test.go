@@ -1,0 +1,200 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/golden/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run go test -run %s -update and review the diff", name, t.Name())
+	}
+}
+
+var secrets = []string{
+	"sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "AKIAIOSFODNN7EXAMPLE", "ghp_abcdefghijklmnopqrstuvwxyz0123",
+	"abcdef0123456789xyz", "hunter2hunter2",
+}
+
+func TestExportGolden(t *testing.T) {
+	sessions := map[string]string{
+		"resumed-with-subagent": filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl"),
+		"fork":                  filepath.Join("testdata", "projects", "-home-me-proj", sidB+".jsonl"),
+		"compacted":             filepath.Join("testdata", "projects", "-srv-other", sidC+".jsonl"),
+	}
+	for name, path := range sessions {
+		for _, f := range []Format{FormatMarkdown, FormatJSON, FormatHTML, FormatText} {
+			t.Run(name+"."+string(f), func(t *testing.T) {
+				var buf bytes.Buffer
+				if err := Export(context.Background(), &buf, path, ExportOptions{Format: f}); err != nil {
+					t.Fatal(err)
+				}
+				// Golden files must not depend on where the repository lives.
+				out := bytes.ReplaceAll(buf.Bytes(), []byte(path), []byte("SESSION.jsonl"))
+				for _, s := range secrets {
+					if bytes.Contains(out, []byte(s)) {
+						t.Errorf("secret %q leaked into the %s export", s, f)
+					}
+				}
+				switch f {
+				case FormatJSON:
+					var v map[string]any
+					if err := json.Unmarshal(out, &v); err != nil {
+						t.Fatalf("JSON export does not parse: %v", err)
+					}
+				case FormatHTML:
+					for _, bad := range []string{"http://", "https://", "<script", "src="} {
+						if bytes.Contains(out, []byte(bad)) {
+							t.Errorf("HTML export holds %q: it must be self-contained", bad)
+						}
+					}
+				}
+				golden(t, name+"."+string(f), out)
+			})
+		}
+	}
+}
+
+func TestExportNestsSubagent(t *testing.T) {
+	var buf bytes.Buffer
+	path := filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl")
+	if err := Export(context.Background(), &buf, path, ExportOptions{Format: FormatJSON}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema  string `json:"schema"`
+		Entries []struct {
+			Type    string `json:"type"`
+			AgentID string `json:"agent_id"`
+			Entries []struct {
+				Type string `json:"type"`
+			} `json:"entries"`
+			Blocks []RBlock `json:"blocks"`
+		} `json:"entries"`
+		Usage Totals    `json:"usage"`
+		Stats ReadStats `json:"read_stats"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The subagent follows the assistant entry whose Agent call started it,
+	// before that call's result.
+	for i, e := range doc.Entries {
+		if e.Type != "subagent" {
+			continue
+		}
+		prev, next := doc.Entries[i-1], doc.Entries[i+1]
+		if e.AgentID != "aab48416e4424e297" || len(e.Entries) != 4 || prev.Blocks[0].Name != "Agent" || next.Blocks[0].Type != "tool_result" {
+			t.Errorf("subagent misplaced: %+v", e)
+		}
+		if doc.Usage.APICalls != 5 || doc.Stats.Torn != 1 || doc.Stats.Malformed != 1 || doc.Schema != ExportSchema {
+			t.Errorf("footer = %+v %+v", doc.Usage, doc.Stats)
+		}
+		return
+	}
+	t.Fatal("no subagent in the export")
+}
+
+func TestExportFoldsLongToolResults(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("line of output\n", 5000)
+	line := func(v any) string { b, _ := json.Marshal(v); return string(b) + "\n" }
+	data := line(map[string]any{"type": "assistant", "uuid": "a", "message": map[string]any{"id": "m", "model": "claude-opus-4-8", "role": "assistant",
+		"content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "Bash", "input": map[string]any{"command": "yes | head"}}}}}) +
+		line(map[string]any{"type": "user", "uuid": "b", "message": map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": big}}}})
+	p := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{FormatMarkdown, FormatHTML, FormatText} {
+		var buf bytes.Buffer
+		if err := Export(context.Background(), &buf, p, ExportOptions{Format: f}); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Len() > 30000 || !strings.Contains(buf.String(), "more lines folded") {
+			t.Errorf("%s: %d bytes, tool result not folded", f, buf.Len())
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"key sk-ant-api03-AbC_dEf-0123456789", "key [REDACTED]"},
+		{"openai sk-proj-abcdefghijklmnopqrstuvwx", "openai [REDACTED]"},
+		{"ghp_abcdefghijklmnopqrstuvwxyz0123 and github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED] and [REDACTED]"},
+		{"AKIAIOSFODNN7EXAMPLE", "[REDACTED]"},
+		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc", "Authorization: Bearer [REDACTED]"},
+		{"export OPENAI_API_KEY=abc123 GH_TOKEN='xyz' DB_PASSWORD=\"p w\"", "export OPENAI_API_KEY=[REDACTED] GH_TOKEN=[REDACTED] DB_PASSWORD=[REDACTED]"},
+		{"password=hunter2", "password=[REDACTED]"},
+		{"-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nafter", "[REDACTED]\nafter"},
+		{"ANTHROPIC_API_KEY=sk-test is a placeholder", "ANTHROPIC_API_KEY=[REDACTED] is a placeholder"},
+		{"task-abcdefghijklmnopqrstuvwxyz and a_key = value", "task-abcdefghijklmnopqrstuvwxyz and a_key = value"},
+	}
+	for _, tt := range tests {
+		if got := Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+	raw := json.RawMessage(`{"command":"curl -H \"Authorization: Bearer abcdefgh12345678\" https://x","env":{"AWS":"AKIAIOSFODNN7EXAMPLE"}}`)
+	out := string(redactJSON(raw))
+	if strings.Contains(out, "abcdefgh12345678") || strings.Contains(out, "AKIA") || !json.Valid([]byte(out)) {
+		t.Errorf("redactJSON = %s", out)
+	}
+}
+
+func FuzzReadTranscript(f *testing.F) {
+	seed, _ := os.ReadFile(filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl"))
+	f.Add(seed)
+	f.Add([]byte(`{"type":"assistant","message":{"content":{"odd":true},"usage":"x"}}` + "\n"))
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"image"}]}]}}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "s.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, f := range []Format{FormatMarkdown, FormatJSON, FormatHTML} {
+			var buf bytes.Buffer
+			if err := Export(ctx, &buf, p, ExportOptions{Format: f}); err != nil {
+				t.Fatalf("export %s: %v", f, err)
+			}
+			if f == FormatJSON && !json.Valid(buf.Bytes()) {
+				t.Fatalf("JSON export is not valid JSON:\n%s", buf.Bytes())
+			}
+		}
+		if _, err := TranscriptUsage(ctx, p, nil); err != nil {
+			t.Fatalf("usage: %v", err)
+		}
+		tr, err := ReadTranscript(ctx, p)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		_ = tr.Thread()
+	})
+}

@@ -1,0 +1,132 @@
+package history
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+func readAll(t *testing.T, in string, max int) ([]string, ReadStats) {
+	t.Helper()
+	lr := NewLineReader(strings.NewReader(in), max)
+	var out []string
+	for {
+		l, err := lr.Next()
+		if err == io.EOF {
+			return out, lr.Stats
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(l))
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	huge := strings.Repeat("x", 3*readBufSize+17) // spans several buffers
+	tests := []struct {
+		name  string
+		in    string
+		max   int
+		want  []string
+		stats ReadStats
+	}{
+		{"plain", "a\nb\n", 0, []string{"a", "b"}, ReadStats{Lines: 2}},
+		{"crlf", "a\r\nb\r\n", 0, []string{"a", "b"}, ReadStats{Lines: 2}},
+		{"torn last line", "a\n{\"partial", 0, []string{"a"}, ReadStats{Lines: 1, Torn: 1}},
+		{"empty", "", 0, nil, ReadStats{}},
+		{"huge line", huge + "\nz\n", 0, []string{huge, "z"}, ReadStats{Lines: 2}},
+		{"oversized skipped", "a\n" + huge + "\nz\n", readBufSize, []string{"a", "z"}, ReadStats{Lines: 2, Oversized: 1}},
+		{"oversized torn", "a\n" + huge, readBufSize, []string{"a"}, ReadStats{Lines: 1, Torn: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, st := readAll(t, tt.in, tt.max)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d lines, want %d", len(got), len(tt.want))
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("line %d differs (len %d vs %d)", i, len(got[i]), len(tt.want[i]))
+				}
+			}
+			if st != tt.stats {
+				t.Errorf("stats = %+v, want %+v", st, tt.stats)
+			}
+		})
+	}
+}
+
+func TestScanLine(t *testing.T) {
+	line := []byte(`{"parentUuid":"p","isSidechain":true,"message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"a \"quoted\" \\ text { ] "}],"usage":{"input_tokens":1}},"requestId":"req_1","type":"assistant","uuid":"u","timestamp":"2026-11-22T12:19:02.449Z","cwd":"/home/\u00e9","x":[1,{"y":null},-2.5e3,false]}`)
+	var li lineInfo
+	if err := scanLine(line, &li, true); err != nil {
+		t.Fatal(err)
+	}
+	if li.typ != "assistant" || li.msgID != "msg_1" || li.requestID != "req_1" || li.model != "claude-opus-4-8" ||
+		!li.isSidechain || li.cwd != "/home/é" || string(li.usage) != `{"input_tokens":1}` || li.content[0] != '[' {
+		t.Errorf("scanLine = %+v", li)
+	}
+	for _, bad := range []string{``, `[]`, `{`, `{"a":}`, `{"a":1,}`, `{"a":[1}`, `{"a":"x}`, `{"a":1} x`, `{"a" 1}`} {
+		if err := scanLine([]byte(bad), &li, false); err == nil {
+			t.Errorf("scanLine(%q) accepted malformed JSON", bad)
+		}
+	}
+}
+
+func TestPromptText(t *testing.T) {
+	tests := []struct {
+		in     string
+		text   string
+		prompt bool
+	}{
+		{`"hello"`, "hello", true},
+		{`[{"type":"text","text":"hi"},{"type":"image","source":{}}]`, "hi", true},
+		{`[{"tool_use_id":"t","type":"tool_result","content":"x"}]`, "", false},
+		{`[]`, "", false},
+		{`null`, "", false},
+	}
+	for _, tt := range tests {
+		text, ok := promptText([]byte(tt.in))
+		if text != tt.text || ok != tt.prompt {
+			t.Errorf("promptText(%s) = %q, %v", tt.in, text, ok)
+		}
+	}
+}
+
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("a\nb\n"), 8)
+	f.Add([]byte(`{"type":"assistant","message":{"usage":{"input_tokens":1}}}`+"\n{torn"), 16)
+	f.Add(bytes.Repeat([]byte("x"), 100), 10)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max < 1 || max > 1<<16 {
+			max = 1 << 16
+		}
+		lr := NewLineReader(bytes.NewReader(data), max)
+		var total int
+		for {
+			l, err := lr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l) > max {
+				t.Fatalf("line of %d bytes returned over the %d limit", len(l), max)
+			}
+			if bytes.IndexByte(l, '\n') >= 0 {
+				t.Fatal("line contains a newline")
+			}
+			total++
+			var li lineInfo
+			_ = scanLine(l, &li, true)
+			_, _ = promptText(li.content)
+			_, _ = ParseEntry(l)
+		}
+		if total != lr.Stats.Lines {
+			t.Fatalf("returned %d lines, counted %d", total, lr.Stats.Lines)
+		}
+	})
+}

@@ -1,0 +1,266 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// ErrNotFound is returned when no session matches an id, prefix or path.
+var ErrNotFound = errors.New("session not found")
+
+// AmbiguousError is returned when a session id prefix matches several sessions.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("session prefix %q is ambiguous: %s", e.Prefix, strings.Join(e.Matches, ", "))
+}
+
+// ConfigDir returns Claude Code's configuration directory: $CLAUDE_CONFIG_DIR
+// (NFC-normalised, as the CLI does) or $HOME/.claude.
+func ConfigDir(getenv func(string) string) string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return norm.NFC.String(d)
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".claude")
+}
+
+// ProjectsDir returns the directory that holds one directory per project.
+func ProjectsDir(configDir string) string { return filepath.Join(configDir, "projects") }
+
+// maxEncodedLen is where the CLI cuts an encoded project path and appends a hash.
+const maxEncodedLen = 200
+
+// ProjectDirName returns the name of the project directory the CLI uses for
+// cwd (reference 4.2): every UTF-16 code unit other than [A-Za-z0-9] becomes
+// '-'; encodings longer than 200 units are cut and suffixed with '-' and the
+// base-36 absolute value of the Java-style int32 hash of the original path.
+// cwd must already be the realpath, as the CLI resolves symlinks first.
+func ProjectDirName(cwd string) string {
+	units := utf16.Encode([]rune(cwd))
+	enc := make([]byte, len(units))
+	for i, u := range units {
+		switch {
+		case u >= 'a' && u <= 'z', u >= 'A' && u <= 'Z', u >= '0' && u <= '9':
+			enc[i] = byte(u)
+		default:
+			enc[i] = '-'
+		}
+	}
+	if len(enc) <= maxEncodedLen {
+		return string(enc)
+	}
+	var h int32
+	for _, u := range units {
+		h = h<<5 - h + int32(u)
+	}
+	abs := int64(h)
+	if abs < 0 {
+		abs = -abs
+	}
+	return string(enc[:maxEncodedLen]) + "-" + strconv.FormatInt(abs, 36)
+}
+
+// SessionPath returns the transcript of session sessionID started in cwd. It
+// resolves cwd's symlinks, looks in the encoded project directory and confirms
+// the file by the cwd recorded inside it (encodings collide); failing that, it
+// scans every project for the session id.
+func SessionPath(configDir, cwd, sessionID string) (string, error) {
+	if !validSessionID(sessionID) {
+		return "", fmt.Errorf("invalid session id %q", sessionID)
+	}
+	real := cwd
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		real = r
+	}
+	candidate := filepath.Join(ProjectsDir(configDir), ProjectDirName(real), sessionID+".jsonl")
+	if _, err := os.Stat(candidate); err == nil {
+		if got := FileCwd(candidate); got == "" || got == real || got == cwd {
+			return candidate, nil
+		}
+	}
+	paths, err := findByID(configDir, sessionID)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range paths {
+		if got := FileCwd(p); got == real || got == cwd {
+			return p, nil
+		}
+	}
+	if len(paths) > 0 {
+		return paths[0], nil
+	}
+	if _, err := os.Stat(candidate); err == nil {
+		return candidate, nil
+	}
+	return "", fmt.Errorf("session %s of %s: %w", sessionID, cwd, ErrNotFound)
+}
+
+// findByID returns every top-level transcript named sessionID.jsonl.
+func findByID(configDir, sessionID string) ([]string, error) {
+	dirs, err := os.ReadDir(ProjectsDir(configDir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	var out []string
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		p := filepath.Join(ProjectsDir(configDir), d.Name(), sessionID+".jsonl")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// validSessionID rejects ids that could escape a directory.
+func validSessionID(id string) bool {
+	return id != "" && !strings.ContainsAny(id, `/\`) && id != "." && id != ".."
+}
+
+// SessionFile is one top-level transcript in the projects tree.
+type SessionFile struct {
+	// ID is the session id (the file name without .jsonl).
+	ID string
+	// Path is the transcript's path.
+	Path string
+	// ProjectDir is the encoded project directory name.
+	ProjectDir string
+}
+
+// Subagents returns the subagent transcripts of the session, sorted.
+func (s SessionFile) Subagents() []string {
+	m, _ := filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+	sort.Strings(m)
+	return m
+}
+
+// SessionDir returns the directory that holds a transcript's subagents and
+// tool results: the transcript path without ".jsonl".
+func SessionDir(sessionFile string) string { return strings.TrimSuffix(sessionFile, ".jsonl") }
+
+// ListSessions returns every session transcript under configDir, sorted by
+// project then id. Only *.jsonl files at the top of a project directory are
+// sessions (reference 4.1).
+func ListSessions(ctx context.Context, configDir string) ([]SessionFile, error) {
+	root := ProjectsDir(configDir)
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	var out []SessionFile
+	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !d.IsDir() {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list project %s: %w", d.Name(), err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".jsonl") {
+				continue
+			}
+			out = append(out, SessionFile{
+				ID:         strings.TrimSuffix(name, ".jsonl"),
+				Path:       filepath.Join(root, d.Name(), name),
+				ProjectDir: d.Name(),
+			})
+		}
+	}
+	return out, nil
+}
+
+// Resolve finds one session by full id, unique id prefix, or transcript path.
+func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) {
+	if strings.HasSuffix(query, ".jsonl") || strings.ContainsRune(query, os.PathSeparator) {
+		fi, err := os.Stat(query)
+		if err != nil {
+			return SessionFile{}, fmt.Errorf("open session %s: %w", query, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return SessionFile{}, fmt.Errorf("session %s is not a file", query)
+		}
+		abs, _ := filepath.Abs(query)
+		return SessionFile{
+			ID:         strings.TrimSuffix(filepath.Base(abs), ".jsonl"),
+			Path:       abs,
+			ProjectDir: filepath.Base(filepath.Dir(abs)),
+		}, nil
+	}
+	all, err := ListSessions(ctx, configDir)
+	if err != nil {
+		return SessionFile{}, err
+	}
+	var matches []SessionFile
+	for _, s := range all {
+		if s.ID == query {
+			return s, nil
+		}
+		if strings.HasPrefix(s.ID, query) {
+			matches = append(matches, s)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return SessionFile{}, fmt.Errorf("session %q: %w", query, ErrNotFound)
+	case 1:
+		return matches[0], nil
+	}
+	ids := make([]string, 0, len(matches))
+	for _, m := range matches {
+		ids = append(ids, m.ID)
+	}
+	return SessionFile{}, &AmbiguousError{Prefix: query, Matches: ids}
+}
+
+// FileCwd returns the first "cwd" recorded in a transcript, or "" when none is
+// found in its first lines.
+func FileCwd(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	lr := NewLineReader(f, 0)
+	for i := 0; i < 200; i++ {
+		line, err := lr.Next()
+		if err != nil {
+			return ""
+		}
+		var li lineInfo
+		if scanLine(line, &li, false) == nil && li.cwd != "" {
+			return li.cwd
+		}
+	}
+	return ""
+}

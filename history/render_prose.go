@@ -1,0 +1,469 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxFoldLines is how many lines of a tool input or result a folded export keeps.
+const maxFoldLines = 60
+
+// fold cuts s to about n characters and maxFoldLines lines, saying what it
+// left out. n <= 0 keeps everything.
+func fold(s string, n int) string {
+	if n <= 0 {
+		return s
+	}
+	cut := len(s)
+	if cut > n {
+		cut = n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+	}
+	lines := 0
+	for i := 0; i < cut; i++ {
+		if s[i] == '\n' {
+			lines++
+			if lines == maxFoldLines {
+				cut = i
+				break
+			}
+		}
+	}
+	if cut >= len(s) {
+		return s
+	}
+	rest := s[cut:]
+	return fmt.Sprintf("%s\n… [%d more characters, %d more lines folded]",
+		strings.TrimRight(s[:cut], "\n"), len(rest), strings.Count(rest, "\n"))
+}
+
+// toolView is how a tool call reads: a title line and an optional body.
+type toolView struct {
+	title, body, lang string
+}
+
+// viewToolUse summarises well-known tools; others show their input as JSON.
+func viewToolUse(name string, input json.RawMessage) toolView {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	switch name {
+	case "Bash":
+		return toolView{title: str("description"), body: str("command"), lang: "sh"}
+	case "Read":
+		return toolView{title: str("file_path")}
+	case "Write":
+		return toolView{title: str("file_path"), body: str("content"), lang: langOf(str("file_path"))}
+	case "Edit":
+		var b strings.Builder
+		for _, l := range strings.Split(str("old_string"), "\n") {
+			b.WriteString("- " + l + "\n")
+		}
+		for _, l := range strings.Split(str("new_string"), "\n") {
+			b.WriteString("+ " + l + "\n")
+		}
+		return toolView{title: str("file_path"), body: strings.TrimSuffix(b.String(), "\n"), lang: "diff"}
+	case "Agent", "Task":
+		t := str("description")
+		if st := str("subagent_type"); st != "" {
+			t = st + ": " + t
+		}
+		return toolView{title: t, body: str("prompt")}
+	case "Glob", "Grep":
+		t := str("pattern")
+		if p := str("path"); p != "" {
+			t += " in " + p
+		}
+		return toolView{title: t}
+	case "WebFetch", "WebSearch":
+		return toolView{title: str("url") + str("query"), body: str("prompt")}
+	}
+	if len(in) == 0 {
+		return toolView{}
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, input, "", "  ") != nil {
+		return toolView{body: string(input), lang: "json"}
+	}
+	return toolView{body: buf.String(), lang: "json"}
+}
+
+func langOf(path string) string {
+	switch filepath.Ext(path) {
+	case ".go":
+		return "go"
+	case ".py":
+		return "python"
+	case ".js", ".mjs":
+		return "js"
+	case ".ts":
+		return "ts"
+	case ".sh":
+		return "sh"
+	case ".json":
+		return "json"
+	case ".yaml", ".yml":
+		return "yaml"
+	case ".md":
+		return "markdown"
+	}
+	return ""
+}
+
+// skipInProse reports records a reading export leaves out: text the CLI
+// injected (isMeta) and local command echoes. The JSON export keeps them.
+func skipInProse(r *Record) bool {
+	if r.Meta {
+		return true
+	}
+	if r.Type == "user" && len(r.Blocks) == 1 && r.Blocks[0].Type == "text" {
+		t := r.Blocks[0].Text
+		return strings.HasPrefix(t, "<local-command-caveat>") || strings.HasPrefix(t, "<local-command-stdout></local-command-stdout>")
+	}
+	return false
+}
+
+// prefixWriter prefixes every line written through it (blockquotes for
+// nested subagents in Markdown, indentation in text).
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if p.prefix == "" {
+		return p.w.Write(b)
+	}
+	var out []byte
+	for _, c := range b {
+		if p.bol {
+			out = append(out, p.prefix...)
+			p.bol = false
+		}
+		out = append(out, c)
+		if c == '\n' {
+			p.bol = true
+		}
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// prose renders Markdown (md true) or plain text.
+type prose struct {
+	out  *bufio.Writer
+	pw   *prefixWriter
+	md   bool
+	fold int
+	err  error
+}
+
+func newMarkdown(w io.Writer, fold int) renderer { return newProse(w, fold, true) }
+func newText(w io.Writer, fold int) renderer     { return newProse(w, fold, false) }
+
+func newProse(w io.Writer, fold int, md bool) *prose {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &prose{out: bw, pw: &prefixWriter{w: bw, bol: true}, md: md, fold: fold}
+}
+
+func (p *prose) printf(format string, a ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.pw, format, a...)
+	}
+}
+
+func (p *prose) setDepth(depth int) {
+	if p.md {
+		p.pw.prefix = strings.Repeat("> ", depth)
+	} else {
+		p.pw.prefix = strings.Repeat("    ", depth)
+	}
+}
+
+func (p *prose) begin(h Header) error {
+	if p.md {
+		p.printf("# Claude Code session %s\n\n", h.SessionID)
+		if h.Project != "" {
+			p.printf("- Project: `%s`\n", h.Project)
+		}
+		if h.GitBranch != "" {
+			p.printf("- Branch: `%s`\n", h.GitBranch)
+		}
+		if h.Version != "" {
+			p.printf("- Claude Code: %s\n", h.Version)
+		}
+		if !h.Started.IsZero() {
+			p.printf("- Started: %s\n", h.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+		}
+		p.printf("\n---\n\n")
+		return p.flush()
+	}
+	p.printf("Claude Code session %s\n", h.SessionID)
+	if h.Project != "" {
+		p.printf("Project: %s\n", h.Project)
+	}
+	if h.GitBranch != "" {
+		p.printf("Branch:  %s\n", h.GitBranch)
+	}
+	if h.Version != "" {
+		p.printf("CLI:     %s\n", h.Version)
+	}
+	if !h.Started.IsZero() {
+		p.printf("Started: %s\n", h.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	p.printf("\n")
+	return p.flush()
+}
+
+func (p *prose) flush() error {
+	if p.err != nil {
+		return p.err
+	}
+	return p.out.Flush()
+}
+
+func clock(r *Record) string {
+	if r.Timestamp.IsZero() {
+		return ""
+	}
+	return r.Timestamp.UTC().Format("15:04:05")
+}
+
+func (p *prose) heading(depth int, title string, parts ...string) {
+	var meta []string
+	for _, s := range parts {
+		if s != "" {
+			meta = append(meta, s)
+		}
+	}
+	if p.md {
+		level := min(3+depth, 6)
+		p.printf("%s %s", strings.Repeat("#", level), title)
+		if len(meta) > 0 {
+			p.printf(" · %s", strings.Join(meta, " · "))
+		}
+		p.printf("\n\n")
+		return
+	}
+	p.printf("== %s", strings.ToUpper(title))
+	if len(meta) > 0 {
+		p.printf(" (%s)", strings.Join(meta, ", "))
+	}
+	p.printf("\n\n")
+}
+
+func (p *prose) code(body, lang string) {
+	if p.md {
+		fence := "```"
+		for strings.Contains(body, fence) {
+			fence += "`"
+		}
+		p.printf("%s%s\n%s\n%s\n", fence, lang, body, fence)
+		return
+	}
+	for _, l := range strings.Split(body, "\n") {
+		p.printf("  | %s\n", l)
+	}
+}
+
+func (p *prose) record(r *Record, depth int) error {
+	if skipInProse(r) {
+		return nil
+	}
+	p.setDepth(depth)
+	switch r.Type {
+	case "system":
+		title := "System"
+		if r.Subtype == "compact_boundary" {
+			title = "Conversation compacted"
+		} else if r.Subtype != "" {
+			title = "System: " + r.Subtype
+		}
+		p.heading(depth, title, clock(r))
+		if t := r.Blocks[0].Text; t != "" && r.Subtype != "compact_boundary" {
+			p.printf("%s\n\n", fold(t, p.fold))
+		}
+		return p.err
+	case "user":
+		if onlyToolResults(r) {
+			break
+		}
+		switch {
+		case r.CompactSummary:
+			p.heading(depth, "Summary of earlier conversation", clock(r))
+		default:
+			p.heading(depth, "User", clock(r))
+		}
+	case "assistant":
+		if r.APIError {
+			p.heading(depth, "API error", clock(r))
+		} else if !r.Continued {
+			p.heading(depth, "Assistant", r.Model, clock(r))
+		}
+	}
+	for _, b := range r.Blocks {
+		p.block(b, r.CompactSummary)
+	}
+	return p.err
+}
+
+func onlyToolResults(r *Record) bool {
+	for _, b := range r.Blocks {
+		if b.Type != "tool_result" {
+			return false
+		}
+	}
+	return len(r.Blocks) > 0
+}
+
+func (p *prose) block(b RBlock, compact bool) {
+	switch b.Type {
+	case "text":
+		t := b.Text
+		if compact {
+			t = fold(t, p.fold)
+		}
+		p.printf("%s\n\n", strings.TrimSpace(t))
+	case "thinking":
+		if strings.TrimSpace(b.Text) == "" {
+			return
+		}
+		if p.md {
+			p.printf("*Thinking:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(fold(b.Text, p.fold)), "\n", " "))
+		} else {
+			p.printf("(thinking) %s\n\n", strings.TrimSpace(fold(b.Text, p.fold)))
+		}
+	case "tool_use", "server_tool_use":
+		v := viewToolUse(b.Name, b.Input)
+		if p.md {
+			p.printf("**%s**", b.Name)
+			if v.title != "" {
+				p.printf(" `%s`", strings.ReplaceAll(v.title, "`", "'"))
+			}
+			p.printf("\n")
+		} else {
+			p.printf("-> %s %s\n", b.Name, v.title)
+		}
+		if v.body != "" {
+			p.code(fold(v.body, p.fold), v.lang)
+		}
+		p.printf("\n")
+	case "tool_result":
+		label := "Result"
+		if b.ToolName != "" {
+			label = b.ToolName + " result"
+		}
+		if b.IsError {
+			label += " (error)"
+		}
+		if p.md {
+			p.printf("*%s:*\n", label)
+		} else {
+			p.printf("<- %s\n", label)
+		}
+		body := strings.TrimRight(fold(b.Text, p.fold), "\n")
+		if body == "" {
+			body = "(empty)"
+		}
+		p.code(body, "")
+		p.printf("\n")
+	default:
+		p.printf("[%s]\n\n", b.Type)
+	}
+}
+
+func (p *prose) beginSub(r *Record, depth int) error {
+	p.setDepth(depth + 1)
+	title := "Subagent"
+	if r.AgentType != "" {
+		title += " " + r.AgentType
+	}
+	p.heading(depth, title, r.Description, r.AgentID)
+	return p.err
+}
+
+func (p *prose) endSub(r *Record, depth int) error {
+	p.setDepth(depth + 1)
+	if p.md {
+		p.printf("*End of subagent %s*\n", r.AgentID)
+	} else {
+		p.printf("== END OF SUBAGENT %s\n", r.AgentID)
+	}
+	p.setDepth(depth)
+	p.printf("\n")
+	return p.err
+}
+
+func (p *prose) end(f Footer) error {
+	p.setDepth(0)
+	u := f.Usage
+	if p.md {
+		p.printf("---\n\n**Usage** (estimated from the transcript, deduplicated): %s\n", usageLine(u))
+	} else {
+		p.printf("== USAGE (estimated from the transcript, deduplicated)\n\n%s\n", usageLine(u))
+	}
+	if s := statsLine(f.Stats); s != "" {
+		p.printf("\nSkipped while reading: %s\n", s)
+	}
+	return p.flush()
+}
+
+func usageLine(u Totals) string {
+	s := fmt.Sprintf("%s, %s input, %s output, %s cache read, %s cache write tokens, $%.4f",
+		plural(u.APICalls, "API call"), Thousands(u.InputTokens), Thousands(u.OutputTokens),
+		Thousands(u.CacheReadInputTokens), Thousands(u.CacheCreationInputTokens), u.CostUSD)
+	if len(u.UnpricedModels) > 0 {
+		s += fmt.Sprintf(" (%s unpriced: %s)", plural(u.UnpricedCalls, "call"), strings.Join(u.UnpricedModels, ", "))
+	}
+	return s
+}
+
+func statsLine(s ReadStats) string {
+	var parts []string
+	if s.Malformed > 0 {
+		parts = append(parts, plural(s.Malformed, "malformed line"))
+	}
+	if s.Oversized > 0 {
+		parts = append(parts, plural(s.Oversized, "oversized line"))
+	}
+	if s.Torn > 0 {
+		parts = append(parts, plural(s.Torn, "incomplete last line"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Thousands formats n with comma separators.
+func Thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,245 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// This file is the fast path of the usage scanner: it extracts the handful of
+// fields accounting needs from a transcript line and skips everything else
+// (multi-MB contents are mostly strings, skipped at memchr speed) instead of
+// decoding the whole line with encoding/json.
+
+var errSyntax = errors.New("malformed JSON line")
+
+// lineInfo is what scanLine extracts from one line.
+type lineInfo struct {
+	typ, timestamp, sessionID, cwd, requestID string
+	uuid, promptSource                          string
+	isSidechain, isAPIError, isMeta, isCompact  bool
+	msgID, model, role                          string
+	usage                                       []byte // raw message.usage object
+	content                                     []byte // raw message.content (only when asked)
+}
+
+func (li *lineInfo) reset() { *li = lineInfo{} }
+
+// scanLine fills li from line. It returns errSyntax for anything that is not a
+// JSON object.
+func scanLine(line []byte, li *lineInfo, wantContent bool) error {
+	li.reset()
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return errSyntax
+	}
+	end, err := scanObject(line, i, func(key []byte, vs, ve int) error {
+		v := line[vs:ve]
+		switch string(key) {
+		case "type":
+			li.typ = strValue(v)
+		case "timestamp":
+			li.timestamp = strValue(v)
+		case "sessionId":
+			li.sessionID = strValue(v)
+		case "cwd":
+			li.cwd = strValue(v)
+		case "requestId":
+			li.requestID = strValue(v)
+		case "uuid":
+			li.uuid = strValue(v)
+		case "promptSource":
+			li.promptSource = strValue(v)
+		case "isSidechain":
+			li.isSidechain = bytes.Equal(v, litTrue)
+		case "isApiErrorMessage":
+			li.isAPIError = bytes.Equal(v, litTrue)
+		case "isMeta":
+			li.isMeta = bytes.Equal(v, litTrue)
+		case "isCompactSummary":
+			li.isCompact = bytes.Equal(v, litTrue)
+		case "message":
+			if len(v) == 0 || v[0] != '{' {
+				return nil
+			}
+			_, err := scanObject(line, vs, func(k []byte, s, e int) error {
+				mv := line[s:e]
+				switch string(k) {
+				case "id":
+					li.msgID = strValue(mv)
+				case "model":
+					li.model = strValue(mv)
+				case "role":
+					li.role = strValue(mv)
+				case "usage":
+					if len(mv) > 0 && mv[0] == '{' {
+						li.usage = mv
+					}
+				case "content":
+					if wantContent {
+						li.content = mv
+					}
+				}
+				return nil
+			})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if skipWS(line, end) != len(line) {
+		return errSyntax
+	}
+	return nil
+}
+
+var litTrue = []byte("true")
+
+// strValue returns the string a raw JSON string value holds, or "" for any
+// other value.
+func strValue(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner)
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// scanObject walks the object starting at b[i] == '{', calling fn with each
+// key (raw, without quotes) and the bounds of its value. It returns the index
+// just past the closing brace.
+func scanObject(b []byte, i int, fn func(key []byte, vs, ve int) error) (int, error) {
+	i++ // '{'
+	i = skipWS(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, errSyntax
+		}
+		ke, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : ke-1]
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		vs := skipWS(b, i+1)
+		ve, err := skipValue(b, vs)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(key, vs, ve); err != nil {
+			return 0, err
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, errSyntax
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]. It
+// checks structure (strings closed, brackets balanced and matched), not the
+// spelling of literals and numbers.
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errSyntax
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		var stack [64]byte
+		depth := 0
+		for i < len(b) {
+			c := b[i]
+			switch c {
+			case '"':
+				e, err := skipString(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = e
+				continue
+			case '{', '[':
+				if depth == len(stack) {
+					return 0, errSyntax
+				}
+				stack[depth] = c
+				depth++
+			case '}', ']':
+				if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
+					return 0, errSyntax
+				}
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, errSyntax
+	default:
+		j := i
+		for j < len(b) {
+			c := b[j]
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				break
+			}
+			j++
+		}
+		if j == i {
+			return 0, errSyntax
+		}
+		return j, nil
+	}
+}

@@ -1,0 +1,381 @@
+// Package claudetest finds the pinned Claude Code CLI and runs it hermetically
+// in tests: a scratch HOME, the fake API of package fakeapi as its backend, no
+// inherited environment, argv only, its own process group.
+package claudetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EnvVar names the environment variable that points tests at a CLI binary.
+const EnvVar = "PNEUMA_TEST_CLAUDE"
+
+// cachedBinary is where `make claude` installs the pinned CLI, relative to the
+// module root.
+const cachedBinary = ".cache/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+
+// DefaultTimeout bounds a RunCLI whose context has no deadline.
+const DefaultTimeout = 2 * time.Minute
+
+// Binary returns the path of the real Claude Code CLI: $PNEUMA_TEST_CLAUDE,
+// else the copy `make claude` installs under the module root. When there is
+// none the test fails if CI=true and is skipped otherwise. Under -short it is
+// always skipped, since tests that run the CLI take seconds each.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping a test that runs the real Claude Code CLI in -short mode")
+	}
+	path := os.Getenv(EnvVar)
+	if path == "" {
+		if root, err := moduleRoot(); err == nil {
+			path = filepath.Join(root, cachedBinary)
+		}
+	}
+	if path != "" {
+		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return path
+		}
+	}
+	msg := "the Claude Code CLI is not installed (looked at $" + EnvVar + " and " + cachedBinary + "): run `make claude`"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// moduleRoot returns the nearest directory at or above the working directory
+// holding a go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Env is a hermetic environment for one CLI run (or several that share a
+// HOME, such as --resume).
+type Env struct {
+	Home      string   // scratch HOME
+	ConfigDir string   // Home/.claude, or $CLAUDE_CONFIG_DIR when WithVar set it
+	APIKey    string   // the fake ANTHROPIC_API_KEY; tests can assert it never leaks
+	Vars      []string // KEY=VALUE, the whole environment of the CLI
+}
+
+// EnvOption adjusts an Env.
+type EnvOption func(*envConfig)
+
+type envConfig struct {
+	vars map[string]string
+}
+
+// WithVar sets (or, with an empty v, removes) one environment variable.
+func WithVar(k, v string) EnvOption {
+	return func(c *envConfig) {
+		if v == "" {
+			delete(c.vars, k)
+			return
+		}
+		c.vars[k] = v
+	}
+}
+
+// WithMaxRetries sets CLAUDE_CODE_MAX_RETRIES, the CLI's API retry count
+// (default 10, about three minutes of back-off for a persistent 500).
+func WithMaxRetries(n int) EnvOption { return WithVar("CLAUDE_CODE_MAX_RETRIES", strconv.Itoa(n)) }
+
+// NewEnv returns an environment that points the CLI at apiURL with a scratch
+// HOME under t.TempDir and nothing inherited but PATH:
+// ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (a fake sk-test-… key),
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, DISABLE_TELEMETRY=1,
+// DISABLE_AUTOUPDATER=1, and IS_SANDBOX=1 when running as root (without it the
+// CLI refuses bypassPermissions).
+func NewEnv(t testing.TB, apiURL string, opts ...EnvOption) *Env {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatalf("create scratch home: %v", err)
+	}
+	// The CLI records the realpath of directories; keep ours comparable.
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		home = real
+	}
+	key := "sk-test-" + strings.ToLower(rand.Text())
+	c := &envConfig{vars: map[string]string{
+		"HOME":               home,
+		"PATH":               os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL": apiURL,
+		"ANTHROPIC_API_KEY":  key,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+	}}
+	if os.Geteuid() == 0 {
+		c.vars["IS_SANDBOX"] = "1"
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	e := &Env{Home: home, ConfigDir: filepath.Join(home, ".claude"), APIKey: c.vars["ANTHROPIC_API_KEY"]}
+	if d := c.vars["CLAUDE_CONFIG_DIR"]; d != "" {
+		e.ConfigDir = d
+	}
+	for k, v := range c.vars {
+		e.Vars = append(e.Vars, k+"="+v)
+	}
+	sort.Strings(e.Vars)
+	return e
+}
+
+// Environ returns a copy of the environment, for exec.Cmd.Env.
+func (e *Env) Environ() []string { return append([]string(nil), e.Vars...) }
+
+// Run is the outcome of one CLI process.
+type Run struct {
+	Stdout   []byte
+	Lines    []map[string]any // stdout decoded as NDJSON, one entry per line
+	Stderr   string
+	ExitCode int  // -1 when the process was killed by a signal
+	Killed   bool // the context ended first and the process group was killed
+	Duration time.Duration
+}
+
+// Result returns the last "result" line, or nil when there is none.
+func (r *Run) Result() map[string]any {
+	for i := len(r.Lines) - 1; i >= 0; i-- {
+		if r.Lines[i]["type"] == "result" {
+			return r.Lines[i]
+		}
+	}
+	return nil
+}
+
+// OfType returns the stdout lines whose "type" is typ, in order.
+func (r *Run) OfType(typ string) []map[string]any {
+	var out []map[string]any
+	for _, l := range r.Lines {
+		if l["type"] == typ {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// PrintArgs returns the arguments of a headless run of prompt with
+// stream-json output, followed by extra: -p PROMPT --output-format stream-json
+// --verbose EXTRA….
+func PrintArgs(prompt string, extra ...string) []string {
+	return append([]string{"-p", prompt, "--output-format", "stream-json", "--verbose"}, extra...)
+}
+
+// StdinArgs returns the arguments of a run driven by stream-json on stdin,
+// followed by extra: -p --input-format stream-json --output-format stream-json
+// --verbose EXTRA….
+func StdinArgs(extra ...string) []string {
+	return append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}, extra...)
+}
+
+// UserMessage returns one stdin stream-json line carrying a user prompt.
+func UserMessage(text string) string {
+	line, _ := json.Marshal(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": text},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+	})
+	return string(line) + "\n"
+}
+
+// RunCLI runs bin with args (argv, no shell) in dir with env's environment
+// and stdin as its standard input (empty: /dev/null), and waits for it. The
+// process gets its own process group, which is killed (SIGKILL) when ctx
+// ends, setting Run.Killed (a context without deadline gets DefaultTimeout),
+// and once more after the CLI exits, so tool processes it left behind die too. Lines of stdout that are not JSON
+// fail the test: the CLI writes only NDJSON there.
+func RunCLI(t testing.TB, ctx context.Context, bin, dir string, env *Env, stdin string, args ...string) *Run {
+	t.Helper()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = env.Environ()
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Own process group: the CLI's Bash tool starts children that must die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	err := cmd.Wait()
+	// Leftovers of the group (tool processes); ESRCH when there are none.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	r := &Run{Stdout: stdout.Bytes(), Stderr: stderr.String(), Duration: time.Since(start), ExitCode: cmd.ProcessState.ExitCode()}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Errorf("run %s: %v", bin, err)
+	}
+	if ctx.Err() != nil {
+		r.Killed = true
+		t.Logf("%s %s: killed after %v: %v", filepath.Base(bin), strings.Join(redact(args), " "), r.Duration.Round(time.Millisecond), ctx.Err())
+	}
+	r.Lines = decodeLines(t, "stdout", r.Stdout)
+	t.Logf("%s %s: exit %d in %v, %d stdout lines", filepath.Base(bin), strings.Join(redact(args), " "), r.ExitCode, r.Duration.Round(time.Millisecond), len(r.Lines))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s stderr (tail):\n%s", filepath.Base(bin), tail(r.Stderr, 4000))
+		}
+	})
+	return r
+}
+
+// redact shortens long arguments (prompts) for logs.
+func redact(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if len(a) > 60 {
+			a = a[:57] + "..."
+		}
+		out[i] = strconv.Quote(a)
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// decodeLines decodes NDJSON, failing the test on a line that is not a JSON
+// object. A last line without "\n" is decoded too.
+func decodeLines(t testing.TB, what string, data []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	rd := bufio.NewReader(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		line, err := rd.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var m map[string]any
+			if jerr := json.Unmarshal(line, &m); jerr != nil {
+				t.Errorf("%s line %d is not a JSON object: %v: %.200q", what, n, jerr, line)
+			} else {
+				out = append(out, m)
+			}
+		}
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// Transcripts returns every *.jsonl file under env's ConfigDir/projects,
+// subagent sidechains (<session>/subagents/agent-*.jsonl) included, sorted.
+func Transcripts(t testing.TB, env *Env) []string {
+	t.Helper()
+	var out []string
+	root := filepath.Join(env.ConfigDir, "projects")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("list transcripts: %v", err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ReadJSONL reads a JSONL file (a transcript) into one map per line, failing
+// the test on a line that is not a JSON object.
+func ReadJSONL(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return decodeLines(t, filepath.Base(path), data)
+}
+
+// GitRepo returns a fresh git repository in t.TempDir (its realpath) with
+// user.name and user.email set locally and one commit of README.md on branch
+// main. It runs the real git.
+func GitRepo(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatalf("resolve temp dir: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# test repo\n"), 0o644); err != nil {
+		t.Fatalf("write README.md: %v", err)
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"config", "user.name", "pneuma test"},
+		{"config", "user.email", "test@pneuma.invalid"},
+		{"config", "commit.gpgsign", "false"},
+		{"add", "README.md"},
+		{"commit", "-q", "-m", "initial commit"},
+	} {
+		Git(t, dir, args...)
+	}
+	return dir
+}
+
+// Git runs git with args in dir, isolated from the user's and system's git
+// configuration, and returns its trimmed stdout; it fails the test on error.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}

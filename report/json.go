@@ -1,0 +1,132 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// MarshalJSON writes r with empty lists as [] rather than null, as the schema
+// requires, so consumers can iterate without checking for null.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	p := plain(r)
+	if p.Jobs == nil {
+		p.Jobs = []Job{}
+	}
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes j with an empty permission_denials list as [] rather than
+// null.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job
+	p := plain(j)
+	if p.PermissionDenials == nil {
+		p.PermissionDenials = []PermissionDenial{}
+	}
+	return json.Marshal(p)
+}
+
+// Encode returns r as indented JSON ending in a newline, the form WriteJSON
+// stores.
+func Encode(r *Report) ([]byte, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// WriteJSON writes r to path as indented JSON. It writes a temporary file in
+// the same directory, syncs it and renames it over path, so a reader never
+// sees a partial report, even if pneuma is killed while writing.
+func WriteJSON(path string, r *Report) (err error) {
+	data, err := Encode(r)
+	if err != nil {
+		return err
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	// CreateTemp makes the file 0600; a report is meant to be shared (CI
+	// artifacts, other users of the checkout).
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write report %s: sync: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir makes a rename in dir durable. It is best effort: some file systems
+// refuse to sync a directory, and the report itself is already on disk.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	d.Close()
+}
+
+// ReadJSON reads the report at path. It refuses a file whose schema is not
+// "pneuma.report/v1" rather than guess at another version's meaning. Fields it
+// does not know are ignored (v1 may gain fields); use Validate for a strict
+// check.
+func ReadJSON(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	r, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Decode parses a report held in memory, with the same rules as ReadJSON.
+func Decode(data []byte) (*Report, error) {
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("not a pneuma report: %w", err)
+	}
+	switch {
+	case head.Schema == nil:
+		return nil, errors.New(`not a pneuma report: no "schema" field`)
+	case *head.Schema != Schema:
+		return nil, fmt.Errorf("unsupported report schema %q (this pneuma reads %q)", *head.Schema, Schema)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode report: %w", err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// junitTextMax bounds the text of one system-out or failure body: CI
+// consumers load the whole file into memory, and report.json keeps the rest.
+const junitTextMax = 256 << 10
+
+// The JUnit XML shape: the Jenkins/Ant junit-10.xsd (report/testdata), which
+// GitHub test reporters, GitLab and Jenkins all read.
+type (
+	junitSuites struct {
+		XMLName  xml.Name     `xml:"testsuites"`
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
+		Time     string       `xml:"time,attr"`
+		Suites   []junitSuite `xml:"testsuite"`
+	}
+	junitSuite struct {
+		Name       string          `xml:"name,attr"`
+		Tests      int             `xml:"tests,attr"`
+		Failures   int             `xml:"failures,attr"`
+		Errors     int             `xml:"errors,attr"`
+		Skipped    int             `xml:"skipped,attr"`
+		Time       string          `xml:"time,attr"`
+		Timestamp  string          `xml:"timestamp,attr,omitempty"`
+		Properties *junitPropsList `xml:"properties,omitempty"`
+		Cases      []junitCase     `xml:"testcase"`
+	}
+	junitPropsList struct {
+		Props []junitProp `xml:"property"`
+	}
+	junitProp struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	junitCase struct {
+		Name      string        `xml:"name,attr"`
+		Classname string        `xml:"classname,attr"`
+		Time      string        `xml:"time,attr"`
+		Skipped   *junitSkipped `xml:"skipped"`
+		Failure   *junitFailure `xml:"failure"`
+		SystemOut *junitText    `xml:"system-out"`
+	}
+	junitSkipped struct {
+		Message string `xml:"message,attr,omitempty"`
+	}
+	junitFailure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	junitText struct {
+		Text string `xml:",chardata"`
+	}
+)
+
+// WriteJUnit writes r as JUnit XML: one test suite for the run, one test case
+// per job with its time in seconds, a failure carrying the reason and error
+// for failed and interrupted jobs, skipped for skipped ones, and the job's
+// final result text in system-out. Text is cleaned of ANSI escapes and of
+// characters XML forbids.
+func WriteJUnit(w io.Writer, r *Report) error {
+	suite := junitSuite{
+		Name:  suiteName(r),
+		Tests: len(r.Jobs),
+		Time:  seconds(runDuration(r)),
+	}
+	if !r.StartedAt.IsZero() {
+		suite.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	props := []junitProp{{"run_id", r.RunID}, {"status", r.Status}, {"cost_usd", formatUSD(r.Totals.CostUSD)}}
+	if r.Shard != nil {
+		props = append(props, junitProp{"shard", fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Total)})
+	}
+	suite.Properties = &junitPropsList{Props: cleanProps(props)}
+	for _, j := range r.Jobs {
+		c := junitCase{
+			Name:      CleanText(j.Name),
+			Classname: "pneuma",
+			Time:      seconds(time.Duration(j.DurationMS) * time.Millisecond),
+		}
+		switch j.Status {
+		case StatusFailed, StatusInterrupted:
+			suite.Failures++
+			c.Failure = &junitFailure{
+				Message: CleanText(failureMessage(j)),
+				Type:    orDefault(j.Reason, j.Status),
+				Text:    truncate(CleanText(failureDetails(j)), junitTextMax, "\n… (truncated; see report.json)"),
+			}
+		case StatusSkipped:
+			suite.Skipped++
+			c.Skipped = &junitSkipped{Message: CleanText(skipMessage(j))}
+		}
+		if j.Result != "" {
+			c.SystemOut = &junitText{Text: truncate(CleanText(j.Result), junitTextMax, "\n… (truncated; see report.json)")}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	doc := junitSuites{
+		Name:     "pneuma",
+		Tests:    suite.Tests,
+		Failures: suite.Failures,
+		Time:     suite.Time,
+		Suites:   []junitSuite{suite},
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	return nil
+}
+
+func suiteName(r *Report) string {
+	name := "pneuma run"
+	if r.RunID != "" {
+		name += " " + r.RunID
+	}
+	if r.Shard != nil {
+		name += fmt.Sprintf(" (shard %d/%d)", r.Shard.Index, r.Shard.Total)
+	}
+	return CleanText(name)
+}
+
+func cleanProps(props []junitProp) []junitProp {
+	for i := range props {
+		props[i].Value = CleanText(props[i].Value)
+	}
+	return props
+}
+
+// failureMessage is the one line a test reporter shows for a failed job.
+func failureMessage(j Job) string {
+	msg := orDefault(j.Reason, j.Status)
+	if e := firstLine(j.Error); e != "" {
+		msg += ": " + e
+	}
+	return msg
+}
+
+func skipMessage(j Job) string {
+	msg := "skipped"
+	if j.Reason != "" {
+		msg += " (" + j.Reason + ")"
+	}
+	if e := firstLine(j.Error); e != "" {
+		msg += ": " + e
+	}
+	return msg
+}
+
+// failureDetails is the body of a failure: the whole error, then the facts
+// that help find out what happened.
+func failureDetails(j Job) string {
+	var b strings.Builder
+	if j.Error != "" {
+		b.WriteString(j.Error)
+		b.WriteString("\n\n")
+	}
+	fact := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%s: %s\n", k, v)
+		}
+	}
+	fact("status", j.Status)
+	fact("reason", j.Reason)
+	fact("exit code", strconv.Itoa(j.ExitCode))
+	fact("session", j.SessionID)
+	fact("branch", j.Branch)
+	fact("worktree", j.Worktree)
+	fact("transcript", j.Transcript)
+	fact("stream", j.Stream)
+	if len(j.Attempts) > 1 {
+		fact("attempts", strconv.Itoa(len(j.Attempts)))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return strings.TrimSpace(s[:i]) + " …"
+	}
+	return s
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// seconds formats d as JUnit wants it: decimal seconds.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+// runDuration is the run's wall-clock time, or the sum of its jobs' times
+// when the run's start or end is unknown.
+func runDuration(r *Report) time.Duration {
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() && !r.FinishedAt.Before(r.StartedAt) {
+		return r.FinishedAt.Sub(r.StartedAt)
+	}
+	return time.Duration(r.Totals.DurationMS) * time.Millisecond
+}

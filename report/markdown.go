@@ -1,0 +1,276 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// GitHubSummaryLimit is the most GitHub Actions accepts in one step's
+// $GITHUB_STEP_SUMMARY file. When appending to a file that already holds
+// something, pass the room left as MarkdownOptions.MaxBytes.
+const GitHubSummaryLimit = 1 << 20
+
+// markdownErrorMax bounds the error text quoted for one failed job.
+const markdownErrorMax = 2000
+
+// MarkdownOptions tunes WriteMarkdown.
+type MarkdownOptions struct {
+	// MaxBytes caps the size of the output; 0 means no cap. When the summary
+	// would be larger, rows and failure details are left out and a note
+	// says so. The header, the table head and the totals always appear.
+	MaxBytes int
+}
+
+// WriteMarkdown writes r as a Markdown summary for a CI job page: a headline,
+// a table with one row per job (status, cost, tokens, turns, time, branch,
+// files changed) and the totals, then the errors of the jobs that did not
+// succeed.
+func WriteMarkdown(w io.Writer, r *Report, opts MarkdownOptions) error {
+	doc := renderMarkdown(r, opts.MaxBytes)
+	if _, err := io.WriteString(w, doc); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+func renderMarkdown(r *Report, maxBytes int) string {
+	head := mdHead(r)
+	tableHead := "| Job | Status | Cost | Tokens (in/out) | Turns | Time | Branch | Files changed |\n" +
+		"| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n"
+	rows := make([]string, len(r.Jobs))
+	for i, j := range r.Jobs {
+		rows[i] = mdRow(j)
+	}
+	total := mdTotal(r)
+	var failures []string
+	for _, j := range r.Jobs {
+		if j.Status == StatusFailed || j.Status == StatusInterrupted {
+			failures = append(failures, mdFailure(j))
+		}
+	}
+	const failHead = "\n#### Jobs that did not succeed\n\n"
+
+	full := head + tableHead + strings.Join(rows, "") + total
+	if len(failures) > 0 {
+		full += failHead + strings.Join(failures, "")
+	}
+	if maxBytes <= 0 || len(full) <= maxBytes {
+		return full
+	}
+
+	// Too big: keep the head, the table head and the totals, then as many
+	// rows and failure details as fit, leaving room for the note.
+	const noteRoom = 400
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(tableHead)
+	budget := maxBytes - noteRoom - len(total)
+	shown := 0
+	for _, row := range rows {
+		more := mdMoreRow(len(rows) - shown - 1)
+		if b.Len()+len(row)+len(more) > budget {
+			break
+		}
+		b.WriteString(row)
+		shown++
+	}
+	if shown < len(rows) {
+		b.WriteString(mdMoreRow(len(rows) - shown))
+	}
+	b.WriteString(total)
+	detailed := 0
+	if len(failures) > 0 && b.Len()+len(failHead)+noteRoom <= maxBytes {
+		b.WriteString(failHead)
+		for _, f := range failures {
+			if b.Len()+len(f)+noteRoom > maxBytes {
+				break
+			}
+			b.WriteString(f)
+			detailed++
+		}
+	}
+	note := fmt.Sprintf("\n> [!NOTE]\n> This summary was cut to stay under %d bytes: %d of %d jobs are in the table and %d of %d failures are detailed. report.json has everything.\n",
+		maxBytes, shown, len(rows), detailed, len(failures))
+	out := b.String() + note
+	if len(out) > maxBytes {
+		// Even the head and totals do not fit: cut hard and keep the note.
+		out = truncate(b.String(), maxBytes-len(note), "") + note
+		out = truncate(out, maxBytes, "")
+	}
+	return out
+}
+
+func mdHead(r *Report) string {
+	icon := map[string]string{RunSucceeded: "✅", RunFailed: "❌", RunInterrupted: "⏹️"}[r.Status]
+	if icon == "" {
+		icon = "❔"
+	}
+	title := "pneuma run"
+	if r.RunID != "" {
+		title += " " + mdCode(r.RunID)
+	}
+	facts := []string{mdEscape(countsText(r.Totals))}
+	if r.Shard != nil {
+		facts = append(facts, fmt.Sprintf("shard %d/%d", r.Shard.Index, r.Shard.Total))
+	}
+	if len(r.Merged) > 0 {
+		facts = append(facts, fmt.Sprintf("merged from %d reports", len(r.Merged)))
+	}
+	facts = append(facts, mdEscape(formatUSD(r.Totals.CostUSD)), totalTokens(r.Totals)+" tokens (in/out)",
+		formatDuration(runDuration(r))+" wall time")
+	if r.Budget != nil {
+		facts = append(facts, fmt.Sprintf("budget %s of %s spent", mdEscape(formatUSD(r.Budget.SpentUSD)), mdEscape(formatUSD(r.Budget.CapUSD))))
+	}
+	s := fmt.Sprintf("### %s %s: %s\n\n%s\n\n", icon, title, r.Status, strings.Join(facts, " · "))
+	if missing := r.MissingShards(); len(missing) > 0 {
+		s += fmt.Sprintf("> [!WARNING]\n> No report from %s: their jobs are not in this summary.\n\n", shardList(missing))
+	}
+	return s
+}
+
+func mdRow(j Job) string {
+	branch := "-"
+	if j.Branch != "" {
+		branch = mdCode(j.Branch)
+	}
+	files := "-"
+	if j.FilesChanged > 0 || j.Insertions > 0 || j.Deletions > 0 {
+		files = fmt.Sprintf("%d (+%d/−%d)", j.FilesChanged, j.Insertions, j.Deletions)
+	}
+	return mdCells(mdEscape(j.Name), statusIcon(j.Status)+" "+mdEscape(statusText(j)), mdEscape(jobCost(j)),
+		tokens(j.Usage), strconv.Itoa(j.NumTurns), jobDuration(j), branch, files)
+}
+
+func mdTotal(r *Report) string {
+	var files, ins, del int
+	for _, j := range r.Jobs {
+		files += j.FilesChanged
+		ins += j.Insertions
+		del += j.Deletions
+	}
+	t := r.Totals
+	return mdCells("**Total**", "**"+r.Status+"**", "**"+mdEscape(formatUSD(t.CostUSD))+"**", "**"+totalTokens(t)+"**",
+		"**"+strconv.Itoa(t.NumTurns)+"**", "**"+formatDuration(runDuration(r))+"**", "",
+		fmt.Sprintf("**%d (+%d/−%d)**", files, ins, del))
+}
+
+func mdMoreRow(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return mdCells(fmt.Sprintf("… %d more", n), "", "", "", "", "", "", "")
+}
+
+func mdCells(cells ...string) string {
+	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+// mdFailure details one job that did not succeed, folded so a long list of
+// failures does not bury the table.
+func mdFailure(j Job) string {
+	text := j.Error
+	if strings.TrimSpace(text) == "" {
+		text = j.Result
+	}
+	text = truncate(strings.TrimSpace(CleanText(text)), markdownErrorMax, "\n… (truncated; see report.json)")
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary><code>%s</code>: %s</summary>\n\n", html.EscapeString(CleanText(j.Name)), html.EscapeString(statusText(j)))
+	if text != "" {
+		fence := strings.Repeat("`", max(3, longestRun(text, '`')+1))
+		fmt.Fprintf(&b, "%stext\n%s\n%s\n\n", fence, text, fence)
+	}
+	var facts []string
+	if j.SessionID != "" {
+		facts = append(facts, "session "+mdCode(j.SessionID))
+	}
+	if j.Branch != "" {
+		facts = append(facts, "branch "+mdCode(j.Branch))
+	}
+	if j.Transcript != "" {
+		facts = append(facts, "transcript "+mdCode(j.Transcript))
+	}
+	if len(facts) > 0 {
+		b.WriteString(strings.Join(facts, " · ") + "\n\n")
+	}
+	b.WriteString("</details>\n\n")
+	return b.String()
+}
+
+func statusIcon(status string) string {
+	switch status {
+	case StatusSucceeded:
+		return "✅"
+	case StatusFailed:
+		return "❌"
+	case StatusSkipped:
+		return "⏭️"
+	case StatusInterrupted:
+		return "⏹️"
+	}
+	return "❔"
+}
+
+// mdEscape makes s literal text in a Markdown table cell: punctuation that
+// Markdown or HTML would interpret is backslash-escaped, | cannot end the
+// cell and a line break becomes <br>.
+func mdEscape(s string) string {
+	s = CleanText(s)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '&', '#', '!', '$':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				continue
+			}
+			b.WriteString("<br>")
+		case '\n':
+			b.WriteString("<br>")
+		case '\t':
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// mdCode shows s as inline code that fits in a table cell.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`).Replace(CleanText(s))
+	ticks := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return ticks + " " + s + " " + ticks
+	}
+	return ticks + s + ticks
+}
+
+func longestRun(s string, c byte) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			longest = max(longest, n)
+		} else {
+			n = 0
+		}
+	}
+	return longest
+}
+
+func shardList(shards []Shard) string {
+	parts := make([]string, len(shards))
+	for i, s := range shards {
+		parts[i] = fmt.Sprintf("%d/%d", s.Index, s.Total)
+	}
+	if len(parts) == 1 {
+		return "shard " + parts[0]
+	}
+	return "shards " + strings.Join(parts, ", ")
+}

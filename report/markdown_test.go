@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestMarkdownGolden(t *testing.T) {
+	r := mixedReport()
+	validJSON(t, r)
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r, MarkdownOptions{MaxBytes: GitHubSummaryLimit}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.golden.md", buf.Bytes())
+}
+
+func TestMarkdownRows(t *testing.T) {
+	r := mixedReport()
+	r.Jobs[0].Name = "multi\nline | name"
+	r.Jobs[2].Name = "*bold* <b>html</b> [link](x)"
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| Job ") && !strings.HasPrefix(line, "| --- ") {
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) != len(r.Jobs)+1 {
+		t.Fatalf("%d table rows, want %d jobs and a totals row:\n%s", len(rows), len(r.Jobs), buf.String())
+	}
+	for i, row := range rows {
+		// An unescaped | would add a column: every row has 8 cells.
+		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 9 {
+			t.Errorf("row %d has %d cell separators, want 9: %s", i, n, row)
+		}
+	}
+	wantCells := []string{
+		`| multi<br>line \| name | ✅ succeeded | \$0.0124 | 6.5k/80 | 3 | 12.4s | ` + "`pneuma/20261122-130000-ab12/lint`" + ` | 3 (+10/−2) |`,
+		`| fix\|tests | ❌ failed (max\_turns) |`,
+		`| \*bold\* \<b\>html\</b\> \[link\](x) | ⏭️ skipped (budget) | \$0.0000 | 0/0 | 0 | 0ms | - | - |`,
+		`| refactor | ⏹️ interrupted | \~\$0.0001 |`,
+		`| **Total** | **interrupted** | **\$0.1623** | **51.5k/3.3k** | **24** | **3m07s** |  | **4 (+14/−2)** |`,
+	}
+	for i, want := range wantCells {
+		if !strings.HasPrefix(rows[i], want) {
+			t.Errorf("row %d:\n got %s\nwant %s…", i, rows[i], want)
+		}
+	}
+	out := buf.String()
+	if strings.ContainsRune(out, 0x1b) {
+		t.Error("ANSI escape in the summary")
+	}
+	for _, want := range []string{"### ⏹️ pneuma run `20261122-130000-ab12`: interrupted", "4 jobs: 1 succeeded, 1 failed, 1 interrupted, 1 skipped",
+		"<summary><code>fix|tests</code>: failed (max_turns)</summary>", "Reached maximum number of turns (20)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+}
+
+func TestMarkdownFenceLongerThanText(t *testing.T) {
+	r := mixedReport()
+	r.Jobs[1].Error = "before\n```\n</details>\n```` after"
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r, MarkdownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "`````text\nbefore\n") {
+		t.Errorf("error text not fenced by five backticks:\n%s", buf.String())
+	}
+}
+
+func TestMarkdownTruncates(t *testing.T) {
+	r := &Report{Schema: Schema, RunID: "big"}
+	for i := range 2000 {
+		r.Jobs = append(r.Jobs, Job{
+			Name: fmt.Sprintf("job-%04d", i), Position: i, Status: StatusFailed, Reason: ReasonVerifyFailed,
+			Error: strings.Repeat("verify output ", 50), Branch: fmt.Sprintf("pneuma/big/job-%04d", i),
+		})
+	}
+	r.Tally(false)
+	for _, limit := range []int{GitHubSummaryLimit, 64 << 10, 5000, 600, 100} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteMarkdown(&buf, r, MarkdownOptions{MaxBytes: limit}); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			if len(out) > limit {
+				t.Errorf("summary is %d bytes, over the %d limit", len(out), limit)
+			}
+			if !utf8.ValidString(out) {
+				t.Error("summary is not valid UTF-8 after truncation")
+			}
+			if limit >= 600 && !strings.Contains(out, "This summary was cut to stay under") {
+				t.Errorf("no truncation note:\n%s", out[max(0, len(out)-500):])
+			}
+			if limit >= 5000 && !strings.Contains(out, "| **Total** |") {
+				t.Error("truncated summary lost the totals row")
+			}
+			if limit >= 5000 && limit < GitHubSummaryLimit && !strings.Contains(out, " more |") {
+				t.Error("truncated table does not count the rows left out")
+			}
+			if limit == GitHubSummaryLimit && len(out) < limit-20_000 {
+				t.Errorf("summary uses %d of %d bytes: truncation left too much unused", len(out), limit)
+			}
+		})
+	}
+}

@@ -1,0 +1,62 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table writes the human summary of r printed at the end of `pneuma run` and
+// by `pneuma report show`: one row per job (status with reason, cost, tokens
+// in/out, turns, time, changes) and a totals row, aligned, without colours.
+// A cost marked ~ is an estimate. The totals row's time is the run's
+// wall-clock time.
+func Table(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(cells ...string) {
+		for i, c := range cells {
+			cells[i] = tableCell(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	row("JOB", "STATUS", "COST", "TOKENS IN/OUT", "TURNS", "TIME", "CHANGES")
+	var files, ins, del int
+	for _, j := range r.Jobs {
+		row(j.Name, statusText(j), jobCost(j), tokens(j.Usage), strconv.Itoa(j.NumTurns), jobDuration(j), changes(j))
+		files += j.FilesChanged
+		ins += j.Insertions
+		del += j.Deletions
+	}
+	t := r.Totals
+	cost := formatUSD(t.CostUSD)
+	for _, j := range r.Jobs {
+		if j.CostEstimated {
+			cost = "~" + cost
+			break
+		}
+	}
+	total := fmt.Sprintf("TOTAL (%d jobs)", t.Jobs)
+	if t.Jobs == 1 {
+		total = "TOTAL (1 job)"
+	}
+	row(total, fmt.Sprintf("%s (%d/%d succeeded)", r.Status, t.Succeeded, t.Jobs), cost, totalTokens(t), strconv.Itoa(t.NumTurns),
+		formatDuration(runDuration(r)), changes(Job{FilesChanged: files, Insertions: ins, Deletions: del}))
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	return nil
+}
+
+// tableCell keeps a cell on one line and free of escapes, so a job name
+// cannot break the alignment or drive the terminal.
+func tableCell(s string) string {
+	s = CleanText(s)
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}

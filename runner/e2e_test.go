@@ -1,0 +1,335 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/wire"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// These tests run pneuma's runner end to end: real git repositories, real
+// worktrees, the real Claude Code CLI, and the fake Anthropic API scripted per
+// job (each job's prompt carries a token the handler routes on).
+
+const e2eTimeout = 3 * time.Minute
+
+// script answers for one job, by the job's token in the first prompt.
+type script func(r *fakeapi.Request, dir string) fakeapi.Response
+
+// bed is a run's environment: repositories, fake API, CLI environment.
+type bed struct {
+	t    *testing.T
+	bin  string
+	api  *fakeapi.Server
+	env  *claudetest.Env
+	mu   sync.Mutex
+	jobs map[string]script // token -> script
+	dirs map[string]string // token -> job dir
+}
+
+func newBed(t *testing.T, opts ...claudetest.EnvOption) *bed {
+	t.Helper()
+	b := &bed{t: t, bin: claudetest.Binary(t), jobs: map[string]script{}, dirs: map[string]string{}}
+	b.api = fakeapi.New(t, b.handle)
+	b.env = claudetest.NewEnv(t, b.api.URL, opts...)
+	return b
+}
+
+func (b *bed) handle(r *fakeapi.Request) fakeapi.Response {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prompt := r.FirstUser().Text()
+	for token, s := range b.jobs {
+		if strings.Contains(prompt, token) {
+			return s(r, b.dirs[token])
+		}
+	}
+	return fakeapi.Text("no script for this prompt")
+}
+
+// writeFile writes file in the job's dir, then answers with text.
+func writeFile(name, content string) script {
+	return func(r *fakeapi.Request, dir string) fakeapi.Response {
+		if r.HasToolResult() {
+			return fakeapi.Text("wrote " + name).WithUsage(fakeapi.Usage{Input: 300, Output: 40, CacheRead: 1000})
+		}
+		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, name), content)).WithUsage(fakeapi.Usage{Input: 200, Output: 30})
+	}
+}
+
+// plan decodes a jobs file written into repo and plans it with run id "e2e".
+func (b *bed) plan(repo, jobsYAML string) *runner.Plan {
+	b.t.Helper()
+	path := filepath.Join(repo, "jobs.yaml")
+	if err := os.WriteFile(path, []byte(jobsYAML), 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	f, err := runner.ReadFile(path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	p, err := runner.BuildPlan(context.Background(), f, wire.NewWorkspace(), runner.PlanOptions{
+		RunID: "e2e", Binary: b.bin, Stagger: -1, Getenv: envGetter(b.env.Environ()), IsRoot: os.Geteuid() == 0,
+	})
+	if err != nil {
+		b.t.Fatalf("plan: %v", err)
+	}
+	b.mu.Lock()
+	for _, j := range p.Jobs {
+		for token := range b.jobs {
+			if strings.Contains(strings.Join(j.Prompts, "\n"), token) {
+				b.dirs[token] = j.Dir
+			}
+		}
+	}
+	b.mu.Unlock()
+	return p
+}
+
+func (b *bed) run(p *runner.Plan) *report.Report {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	rep, err := runner.Run(ctx, p, runner.Options{
+		Workspace:    wire.NewWorkspace(),
+		Estimator:    wire.NewTranscripts(),
+		Environ:      b.env.Environ(),
+		StopGrace:    500 * time.Millisecond,
+		RetryBackoff: 10 * time.Millisecond,
+	})
+	if err != nil {
+		b.t.Fatalf("run: %v", err)
+	}
+	validateReport(b.t, runner.RunReportPath(p))
+	return rep
+}
+
+func envGetter(env []string) func(string) string {
+	return func(k string) string {
+		for _, kv := range env {
+			if key, v, ok := strings.Cut(kv, "="); ok && key == k {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+func jobByName(t *testing.T, r *report.Report, name string) report.Job {
+	t.Helper()
+	for _, j := range r.Jobs {
+		if j.Name == name {
+			return j
+		}
+	}
+	t.Fatalf("no job %q in report", name)
+	return report.Job{}
+}
+
+// validateReport checks report.json against the published JSON Schema.
+func validateReport(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Validate(data); err != nil {
+		t.Errorf("%s does not match the report schema: %v", path, err)
+	}
+}
+
+// streamResults returns the result lines of a job's stream.jsonl.
+func streamResults(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range claudetest.ReadJSONL(t, path) {
+		if l["type"] == "result" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestRunJobsAcrossRepos(t *testing.T) {
+	b := newBed(t)
+	repoA := claudetest.GitRepo(t)
+	repoB := claudetest.GitRepo(t)
+	b.jobs["TOKEN-A1"] = writeFile("a1.txt", "from a1\n")
+	b.jobs["TOKEN-A2"] = writeFile("a2.txt", "from a2\n")
+	b.jobs["TOKEN-B"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		switch r.Turn() {
+		case 0:
+			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "b.txt"), "from b\n"))
+		case 1:
+			return fakeapi.ToolUse(fakeapi.Bash("git add -A && git commit -q -m 'agent commit'"))
+		}
+		return fakeapi.Text("committed b")
+	}
+	p := b.plan(repoA, `version: 1
+concurrency: 3
+defaults:
+  permission_mode: acceptEdits
+  max_turns: 5
+jobs:
+  - name: a one
+    prompt: TOKEN-A1 write a1.txt
+  - name: a/two
+    prompt: TOKEN-A2 write a2.txt
+  - name: b
+    repo: `+repoB+`
+    permission_mode: bypassPermissions
+    prompt: TOKEN-B write b.txt and commit it
+`)
+	rep := b.run(p)
+
+	if rep.Status != report.RunSucceeded || rep.Totals.Succeeded != 3 {
+		t.Fatalf("run status %s, totals %+v; jobs: %+v", rep.Status, rep.Totals, rep.Jobs)
+	}
+	var sum float64
+	var turns int
+	for _, j := range p.Jobs {
+		res := jobByName(t, rep, j.Name)
+		results := streamResults(t, res.Stream)
+		if len(results) != 1 {
+			t.Fatalf("job %s: %d results in stream, want 1", j.Name, len(results))
+		}
+		cost := results[0]["total_cost_usd"].(float64)
+		if math.Abs(res.CostUSD-cost) > 1e-12 || res.CostEstimated {
+			t.Errorf("job %s: cost %v (estimated %v), CLI said %v", j.Name, res.CostUSD, res.CostEstimated, cost)
+		}
+		sum += cost
+		turns += int(results[0]["num_turns"].(float64))
+		if res.SessionID == "" || res.SessionID != results[0]["session_id"] {
+			t.Errorf("job %s: session id %q, stream says %v", j.Name, res.SessionID, results[0]["session_id"])
+		}
+		if res.Transcript == "" {
+			t.Errorf("job %s: no transcript archived", j.Name)
+		} else if _, err := os.Stat(res.Transcript); err != nil {
+			t.Errorf("job %s: transcript: %v", j.Name, err)
+		}
+		if res.Worktree != "" {
+			t.Errorf("job %s succeeded but its worktree %s was kept", j.Name, res.Worktree)
+		}
+		if _, err := os.Stat(j.Dir); !os.IsNotExist(err) {
+			t.Errorf("job %s: worktree dir still exists (%v)", j.Name, err)
+		}
+		if res.FilesChanged != 1 || res.Insertions != 1 || res.Commit == "" {
+			t.Errorf("job %s: files %d, +%d, commit %q; want 1 file, +1", j.Name, res.FilesChanged, res.Insertions, res.Commit)
+		}
+	}
+	if math.Abs(rep.Totals.CostUSD-sum) > 1e-12 || rep.Totals.NumTurns != turns {
+		t.Errorf("totals cost %v turns %d, want the CLI's %v and %d", rep.Totals.CostUSD, rep.Totals.NumTurns, sum, turns)
+	}
+
+	// Each branch holds its own file and nothing else leaked between worktrees.
+	want := map[string]struct{ repo, file string }{
+		"a one": {repoA, "a1.txt"},
+		"a/two": {repoA, "a2.txt"},
+		"b":     {repoB, "b.txt"},
+	}
+	for _, j := range p.Jobs {
+		w := want[j.Name]
+		files := claudetest.Git(t, w.repo, "diff", "--name-only", j.BaseCommit, j.Branch)
+		if strings.TrimSpace(files) != w.file {
+			t.Errorf("branch %s changes %q, want only %s", j.Branch, files, w.file)
+		}
+	}
+	if got := claudetest.Git(t, repoB, "log", "-1", "--format=%s", "pneuma/e2e/b"); strings.TrimSpace(got) != "agent commit" {
+		t.Errorf("job b's branch head is %q, want the agent's own commit", got)
+	}
+	if got := claudetest.Git(t, repoA, "log", "-1", "--format=%s", p.Jobs[0].Branch); !strings.HasPrefix(got, "pneuma: a one") {
+		t.Errorf("leftover work of job 'a one' committed as %q", got)
+	}
+	// The main checkouts are untouched and .pneuma is ignored.
+	for _, repo := range []string{repoA, repoB} {
+		if st := claudetest.Git(t, repo, "status", "--porcelain"); strings.TrimSpace(st) != "" && strings.TrimSpace(st) != "?? jobs.yaml" {
+			t.Errorf("repo %s status:\n%s", repo, st)
+		}
+	}
+	if p.Jobs[1].Slug != "a-two" || p.Jobs[0].Slug != "a-one" {
+		t.Errorf("slugs %q %q", p.Jobs[0].Slug, p.Jobs[1].Slug)
+	}
+}
+
+func TestRunMixedOutcomes(t *testing.T) {
+	b := newBed(t, claudetest.WithMaxRetries(0))
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-OK"] = writeFile("ok.txt", "ok\n")
+	// A model that keeps calling tools hits max_turns.
+	b.jobs["TOKEN-LOOP"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.ToolUse(fakeapi.Bash("echo again"))
+	}
+	b.jobs["TOKEN-500"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Error(500, "api_error", "boom").WithHeader("x-should-retry", "false")
+	}
+	b.jobs["TOKEN-DENIED"] = writeFile("denied.txt", "nope\n")
+	p := b.plan(repo, `version: 1
+concurrency: 4
+defaults:
+  permission_mode: acceptEdits
+  max_turns: 5
+jobs:
+  - name: ok
+    prompt: TOKEN-OK
+  - name: loop
+    prompt: TOKEN-LOOP
+    permission_mode: bypassPermissions
+    max_turns: 2
+  - name: api
+    prompt: TOKEN-500
+  - name: denied
+    prompt: TOKEN-DENIED
+    permission_mode: default
+`)
+	rep := b.run(p)
+	if rep.Status != report.RunFailed || rep.Totals.Failed != 2 || rep.Totals.Succeeded != 2 {
+		t.Fatalf("run %s totals %+v", rep.Status, rep.Totals)
+	}
+	loop := jobByName(t, rep, "loop")
+	if loop.Status != report.StatusFailed || loop.Reason != report.ReasonMaxTurns || loop.ExitCode != 1 {
+		t.Errorf("loop: %s/%s exit %d (%s)", loop.Status, loop.Reason, loop.ExitCode, loop.Error)
+	}
+	if loop.Worktree == "" {
+		t.Errorf("failed job's worktree must be kept")
+	}
+	api := jobByName(t, rep, "api")
+	if api.Status != report.StatusFailed || api.Reason != report.ReasonAPIError || !strings.Contains(api.Error, "500") {
+		t.Errorf("api: %s/%s %q", api.Status, api.Reason, api.Error)
+	}
+	denied := jobByName(t, rep, "denied")
+	if len(denied.PermissionDenials) != 1 || denied.PermissionDenials[0].ToolName != "Write" {
+		t.Errorf("denied: permission denials %+v", denied.PermissionDenials)
+	}
+	if denied.FilesChanged != 0 {
+		t.Errorf("denied job changed %d files", denied.FilesChanged)
+	}
+	ok := jobByName(t, rep, "ok")
+	if ok.Status != report.StatusSucceeded || ok.FilesChanged != 1 {
+		t.Errorf("ok: %+v", ok)
+	}
+	// The run's journal records every job finished.
+	j, err := runner.ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range j.Jobs {
+		if s.State != runner.StateFinished || s.Result == nil {
+			t.Errorf("journal: job %s is %s", s.Name, s.State)
+		}
+	}
+	data, _ := json.Marshal(rep)
+	if strings.Contains(string(data), b.env.APIKey) {
+		t.Errorf("report contains the API key")
+	}
+}

@@ -1,0 +1,675 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// ContinuePrompt is sent when a retry resumes the session of a failed attempt.
+const ContinuePrompt = "The previous attempt at this task was cut off by an error. Continue where you left off and finish the task."
+
+// cleanupTimeout bounds the work after a job (commit, diff, archive) which
+// runs even when the run is being interrupted.
+const cleanupTimeout = 2 * time.Minute
+
+// attempt is the outcome of one CLI process.
+type attempt struct {
+	status, reason, err string
+	result              *claude.Result
+	sessionID           string
+	model               string
+	exit                claude.ExitStatus
+	cost                float64
+	estimated           bool
+	usage               report.Usage
+	modelUsage          map[string]report.ModelUsage
+	turns               int
+	toolCalls           int
+	denials             []report.PermissionDenial
+	duration            time.Duration
+}
+
+// runJob runs one job through its whole lifecycle and returns its result.
+func (r *run) runJob(ctx context.Context, job *Job) report.Job {
+	start := time.Now()
+	res := r.baseResult(job)
+	res.Stream = filepath.Join(job.JobDir, "stream.jsonl")
+	prior := r.journal.state(job.Name)
+
+	if _, ok := r.budgetLeft(); !ok {
+		return r.skipped(job, report.ReasonBudget)
+	}
+	if err := os.MkdirAll(job.JobDir, 0o755); err != nil {
+		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, fmt.Sprintf("create job directory: %v", err)
+		return res
+	}
+	created, err := r.prepareWorkspace(ctx, job, prior)
+	if err != nil {
+		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
+		if !created {
+			res.Worktree, res.Branch = "", ""
+		}
+		return res
+	}
+	r.journal.update(job.Name, func(s *JobState) {
+		s.State = StateRunning
+		s.WorktreeCreated = job.UseWorktree
+		s.StartedAt = start.UTC()
+	})
+	_ = r.journal.save()
+	r.opts.Reporter.Event(Event{Type: EventJobStarted, Time: time.Now(), RunID: r.plan.RunID, Job: job.Name, Branch: job.Branch, Worktree: job.Dir, SpentUSD: r.spentSoFar()})
+
+	stream, err := os.OpenFile(res.Stream, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, fmt.Sprintf("open stream file: %v", err)
+		return res
+	}
+	defer stream.Close()
+	stderr, err := newTailFile(filepath.Join(job.JobDir, "stderr.log"), r.opts.StderrLimit)
+	if err != nil {
+		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
+		return res
+	}
+	defer stderr.Close()
+
+	sessionID := ""
+	number := 0
+	if prior != nil {
+		sessionID = prior.SessionID
+		number = len(prior.Attempts)
+		res.Attempts = append(res.Attempts, prior.Attempts...)
+		res.CostUSD = prior.SpentUSD
+	}
+	var last attempt
+	for {
+		number++
+		if _, ok := r.budgetLeft(); !ok && number > 1 {
+			last.reason = report.ReasonBudget
+			break
+		}
+		resume := sessionID
+		a := r.attempt(ctx, job, number, resume, stream, stderr)
+		last = a
+		if a.sessionID != "" {
+			sessionID = a.sessionID
+		}
+		spent := r.addSpent(a.cost)
+		res.CostUSD += a.cost
+		res.CostEstimated = res.CostEstimated || a.estimated
+		addUsage(&res.Usage, a.usage)
+		res.ModelUsage = mergeModelUsage(res.ModelUsage, a.modelUsage)
+		res.NumTurns += a.turns
+		res.ToolCalls += a.toolCalls
+		res.PermissionDenials = append(res.PermissionDenials, a.denials...)
+		res.Attempts = append(res.Attempts, report.Attempt{
+			Number: number, Status: a.status, Reason: a.reason, SessionID: a.sessionID,
+			CostUSD: a.cost, CostEstimated: a.estimated, DurationMS: a.duration.Milliseconds(),
+			ExitCode: a.exit.Code, Error: a.err,
+		})
+		r.journal.update(job.Name, func(s *JobState) {
+			s.Attempt = number
+			s.SessionID = sessionID
+			s.SpentUSD = res.CostUSD
+			s.Attempts = res.Attempts
+		})
+		_ = r.journal.save()
+
+		if a.status == report.StatusSucceeded || !retryable(a) || number > job.Retries || ctx.Err() != nil {
+			break
+		}
+		if _, ok := r.budgetLeft(); !ok {
+			break
+		}
+		delay := backoff(r.opts.RetryBackoff, number)
+		r.opts.Reporter.Event(Event{Type: EventJobRetry, Time: time.Now(), RunID: r.plan.RunID, Job: job.Name, Attempt: number + 1, Reason: a.reason, DelayMS: delay.Milliseconds(), SpentUSD: spent})
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+
+	res.Status, res.Reason, res.Error = last.status, last.reason, last.err
+	if last.status == "" { // budget ran out before a retry could start
+		res.Status, res.Reason = report.StatusFailed, report.ReasonBudget
+	}
+	res.SessionID = sessionID
+	res.Model = firstNonEmpty(last.model, res.Model)
+	res.ExitCode = last.exit.Code
+	if last.result != nil {
+		res.Result = last.result.Result
+	}
+	r.afterJob(ctx, job, &res, sessionID)
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res
+}
+
+// prepareWorkspace creates the job's worktree, or reuses it when a resumed
+// run already made it. created says whether the worktree exists.
+func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (created bool, err error) {
+	if !job.UseWorktree {
+		return false, nil
+	}
+	if prior != nil && prior.WorktreeCreated {
+		if _, err := os.Stat(job.Dir); err == nil {
+			return true, nil
+		}
+	}
+	ws := r.opts.Workspace
+	if err := ws.Exclude(job.Repo, "/.pneuma/"); err != nil {
+		return false, fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
+		return false, fmt.Errorf("create worktree directory: %w", err)
+	}
+	if err := ws.CreateWorktree(ctx, job.Repo, job.Dir, job.Branch, job.BaseCommit); err != nil {
+		return false, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
+	}
+	return true, nil
+}
+
+// attempt runs the CLI once. resume continues an earlier session.
+func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, stream *os.File, stderr *tailFile) attempt {
+	a := attempt{model: job.Options.Model}
+	start := time.Now()
+	defer func() { a.duration = time.Since(start) }()
+
+	opts := job.Options
+	prompts := job.Prompts
+	if resume != "" {
+		opts.Resume = resume
+		prompts = []string{ContinuePrompt}
+	}
+	if left, capped := r.budgetCap(); capped && (opts.MaxBudgetUSD == 0 || opts.MaxBudgetUSD > left) {
+		opts.MaxBudgetUSD = left
+	}
+	env := childEnv(r.opts.Environ, job.Env)
+
+	// Before resuming, price what the transcript already holds, so that an
+	// estimate for this attempt counts only its own calls.
+	var before float64
+	if resume != "" && r.opts.Estimator != nil {
+		if f, err := r.opts.Estimator.SessionFile(r.opts.Estimator.ConfigDir(envLookup(env)), job.Dir, resume); err == nil {
+			before, _, _ = r.opts.Estimator.Estimate(ctx, f)
+		}
+	}
+
+	if !r.reserveStart(ctx) {
+		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
+		return a
+	}
+	p, err := claude.Start(ctx, claude.Config{
+		Binary:  r.plan.Binary,
+		Dir:     job.Dir,
+		Env:     env,
+		Options: opts,
+		Stream:  stream,
+		Stderr:  stderr,
+	})
+	if err != nil {
+		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, fmt.Sprintf("start claude: %v", err)
+		return a
+	}
+
+	d := driver{r: r, job: job, p: p, prompts: prompts}
+	stopReason := d.loop(ctx)
+	exit, werr := p.Wait()
+	a.exit = exit
+	a.sessionID = d.sessionID
+	a.toolCalls = d.toolCalls
+	a.turns = d.turns
+	a.result = d.last
+	if d.model != "" {
+		a.model = d.model
+	}
+	classify(&a, d, stopReason)
+	if werr != nil {
+		a.err = joinErr(a.err, werr.Error())
+	}
+	if a.status != report.StatusSucceeded && d.last == nil {
+		if tail := strings.TrimSpace(stderr.Tail(600)); tail != "" {
+			a.err = joinErr(a.err, "stderr: "+tail)
+		}
+	}
+
+	// Cost: the CLI's cumulative total_cost_usd (the largest seen, since an
+	// interrupted turn reports 0), or the transcript when no turn finished.
+	if d.maxCost > 0 {
+		a.cost = d.maxCost
+	}
+	if d.costUsage != nil {
+		a.usage, a.modelUsage = claudeUsage(d.costUsage.ModelUsage, d.costUsage.Usage)
+	}
+	if (d.last == nil || d.last.TotalCostUSD == 0) && d.sessionID != "" && r.opts.Estimator != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if f, err := r.opts.Estimator.SessionFile(r.opts.Estimator.ConfigDir(envLookup(env)), job.Dir, d.sessionID); err == nil {
+			if cost, usage, err := r.opts.Estimator.Estimate(cleanup, f); err == nil && cost-before > a.cost {
+				a.cost = cost - before
+				a.estimated = true
+				if d.costUsage == nil {
+					a.usage = usage
+				}
+			}
+		}
+	}
+	return a
+}
+
+// budgetCap returns what is left under the run's cap and whether there is one.
+func (r *run) budgetCap() (float64, bool) {
+	if r.plan.BudgetUSD <= 0 {
+		return 0, false
+	}
+	left, _ := r.budgetLeft()
+	return left, true
+}
+
+// driver reads one CLI process's events and decides when to stop it.
+type driver struct {
+	r       *run
+	job     *Job
+	p       *claude.Process
+	prompts []string
+
+	sent      int // prompts sent
+	results   int // results received
+	last      *claude.Result
+	costUsage *claude.Result // the result that carried the largest cost
+	maxCost   float64
+	sessionID string
+	model     string
+	toolCalls int
+	turns     int
+	invalid   int
+	oversized int
+}
+
+// loop sends the prompts, reads events until stdout ends, and stops the
+// process on a timeout, an idle stream, a lingering exit or ctx's end. It
+// returns why pneuma stopped the process ("" when the CLI ended by itself).
+func (d *driver) loop(ctx context.Context) string {
+	events := d.p.Events()
+	if err := d.p.SendUser(d.prompts[0]); err != nil {
+		// The process may already have died; its stdout says why.
+		d.sent = 0
+	} else {
+		d.sent = 1
+	}
+
+	var stopped string
+	stopDone := make(chan struct{})
+	stopping := false
+	stop := func(reason string) {
+		if stopping {
+			return
+		}
+		stopping, stopped = true, reason
+		go func() {
+			defer close(stopDone)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*d.r.opts.StopGrace+5*time.Second)
+			defer cancel()
+			_ = d.p.Stop(sctx, d.r.opts.StopGrace)
+		}()
+	}
+	defer func() {
+		if stopping {
+			<-stopDone
+		}
+	}()
+
+	timeout := timerOrNil(d.job.Timeout)
+	idle := timerOrNil(d.job.IdleTimeout)
+	var linger *time.Timer
+	defer func() { stopTimers(timeout, idle, linger) }()
+	kill := d.r.opts.Kill
+	done := ctx.Done()
+
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return stopped
+			}
+			if idle != nil {
+				idle.Reset(d.job.IdleTimeout)
+			}
+			if d.handle(ev) && !stopping {
+				// The last prompt's result is in: end the session gracefully.
+				_ = d.p.CloseInput()
+				if linger == nil {
+					linger = time.NewTimer(d.r.opts.ResultGrace)
+				}
+			}
+		case <-timerC(timeout):
+			stop(report.ReasonTimeout)
+		case <-timerC(idle):
+			stop(report.ReasonIdleTimeout)
+		case <-timerC(linger):
+			// Hung after its result: stop it the same way, keep the result.
+			stop("linger")
+		case <-done:
+			done = nil
+			stop(stopReason(ctx))
+		case <-kill:
+			kill = nil
+			_ = d.p.Kill()
+		}
+	}
+}
+
+// handle updates the driver with one event and reports whether the final
+// result has arrived.
+func (d *driver) handle(ev claude.Event) bool {
+	switch ev.Type {
+	case "invalid":
+		d.invalid++
+	case "oversized":
+		d.oversized++
+	case "system":
+		switch {
+		case ev.Init != nil:
+			if ev.Init.SessionID != "" && ev.Init.SessionID != d.sessionID {
+				d.sessionID = ev.Init.SessionID
+				// Record it now: if pneuma is killed, --resume continues it.
+				d.r.journal.update(d.job.Name, func(s *JobState) { s.SessionID = d.sessionID })
+				_ = d.r.journal.save()
+			}
+			d.model = firstNonEmpty(ev.Init.Model, d.model)
+		case ev.Retry != nil:
+			d.r.opts.Reporter.Event(Event{
+				Type: EventAPIRetry, Time: time.Now(), RunID: d.r.plan.RunID, Job: d.job.Name,
+				Attempt: ev.Retry.Attempt, DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus,
+				Reason: ev.Retry.Error, SpentUSD: d.r.spentSoFar(),
+			})
+		}
+	case "assistant":
+		if ev.Message != nil {
+			for _, b := range ev.Message.Content {
+				if b.Type == "tool_use" {
+					d.toolCalls++
+				}
+			}
+		}
+	case "result":
+		if ev.Result == nil {
+			return false
+		}
+		d.results++
+		d.last = ev.Result
+		d.sessionID = firstNonEmpty(ev.Result.SessionID, d.sessionID)
+		d.turns += ev.Result.NumTurns
+		// total_cost_usd is cumulative per process in this mode: keep the
+		// largest, never sum.
+		if ev.Result.TotalCostUSD >= d.maxCost {
+			d.maxCost = ev.Result.TotalCostUSD
+			d.costUsage = ev.Result
+		}
+		if ev.Result.IsError || d.results >= len(d.prompts) {
+			return true
+		}
+		if d.sent < len(d.prompts) {
+			if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
+				d.sent++
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// classify sets a's status, reason and error from the last result, the exit
+// status and why pneuma stopped the process (reference pitfall 8 and 11).
+func classify(a *attempt, d driver, stopped string) {
+	res := d.last
+	complete := res != nil && !res.IsError && d.results >= len(d.prompts)
+	if res != nil {
+		for _, pd := range res.PermissionDenials {
+			a.denials = append(a.denials, report.PermissionDenial{ToolName: pd.ToolName, ToolUseID: pd.ToolUseID, ToolInput: pd.ToolInput})
+		}
+	}
+	switch {
+	case complete:
+		a.status = report.StatusSucceeded
+		return
+	case stopped == report.ReasonTimeout || stopped == report.ReasonIdleTimeout:
+		a.status, a.reason = report.StatusFailed, stopped
+		a.err = fmt.Sprintf("stopped after %s", map[string]string{
+			report.ReasonTimeout:     "the job's timeout (" + d.job.Timeout.String() + ")",
+			report.ReasonIdleTimeout: "no output for the job's idle_timeout (" + d.job.IdleTimeout.String() + ")",
+		}[stopped])
+		return
+	case stopped == report.ReasonInterrupted || stopped == report.ReasonFailFast:
+		a.status, a.reason = report.StatusInterrupted, stopped
+		return
+	case res == nil:
+		a.status, a.reason = report.StatusFailed, report.ReasonNoResult
+		a.err = fmt.Sprintf("the CLI exited (%s) without a result", exitText(a.exit))
+		if d.invalid > 0 {
+			a.err += fmt.Sprintf("; %d stdout lines were not JSON", d.invalid)
+		}
+		return
+	}
+	a.status = report.StatusFailed
+	a.err = strings.Join(res.Errors, "; ")
+	switch {
+	case res.Subtype == "error_max_turns":
+		a.reason = report.ReasonMaxTurns
+	case res.Subtype == "error_max_budget_usd":
+		a.reason = report.ReasonMaxBudget
+	case res.Subtype == "success" && res.IsError:
+		// API errors are subtype success + is_error (pitfall 8).
+		a.reason = report.ReasonAPIError
+		a.err = joinErr(res.Result, a.err)
+	case !res.IsError:
+		// A result that was not the last prompt's: the CLI stopped early.
+		a.reason = report.ReasonNoResult
+		a.err = fmt.Sprintf("the CLI exited (%s) after %d of %d prompts", exitText(a.exit), d.results, len(d.prompts))
+	default:
+		a.reason = report.ReasonCLIError
+		if a.err == "" {
+			a.err = res.Result
+		}
+	}
+	if a.err == "" {
+		a.err = res.Subtype
+	}
+}
+
+// retryable reports whether a failed attempt may succeed if tried again.
+func retryable(a attempt) bool {
+	switch a.reason {
+	case report.ReasonNoResult, report.ReasonIdleTimeout:
+		return true
+	case report.ReasonAPIError:
+		if a.result == nil || a.result.APIErrorStatus == nil {
+			return true // 529 overloaded carries no status
+		}
+		s := *a.result.APIErrorStatus
+		return s >= 500 || s == 429
+	}
+	return false
+}
+
+// backoff is base·2^(n-1) with ±25% jitter, capped at 5 minutes.
+func backoff(base time.Duration, n int) time.Duration {
+	d := base << min(n-1, 10)
+	if d > 5*time.Minute || d <= 0 {
+		d = 5 * time.Minute
+	}
+	jitter := time.Duration(rand.Int64N(int64(d)/2+1)) - d/4
+	return d + jitter
+}
+
+// afterJob keeps the job's work: commits leftovers on its branch, records
+// what changed, archives the transcript, and removes the worktree when the
+// keep policy allows and nothing uncommitted is in it. It runs even when the
+// run is being interrupted, on a context of its own.
+func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	ws := r.opts.Workspace
+
+	if job.UseWorktree {
+		if job.Commit {
+			msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of run %s, committed by pneuma.\nStatus: %s%s\n",
+				job.Name, res.Status, job.Name, r.plan.RunID, res.Status, reasonSuffix(res.Reason))
+			if _, _, err := ws.CommitAll(ctx, job.Dir, msg); err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("commit leftover changes: %v", err))
+			}
+		}
+		head, err := ws.Head(ctx, job.Dir)
+		if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("read head: %v", err))
+		} else {
+			if head != job.BaseCommit {
+				res.Commit = head
+			}
+			files, ins, del, err := ws.DiffStat(ctx, job.Dir, job.BaseCommit, head)
+			if err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("diff stat: %v", err))
+			}
+			res.FilesChanged, res.Insertions, res.Deletions = files, ins, del
+			if err := r.writePatch(ctx, job, head); err != nil {
+				res.Error = joinErr(res.Error, err.Error())
+			}
+		}
+	} else if head, err := ws.Head(ctx, job.Dir); err == nil && head != job.BaseCommit {
+		res.Commit = head
+		res.FilesChanged, res.Insertions, res.Deletions, _ = ws.DiffStat(ctx, job.Dir, job.BaseCommit, head)
+	}
+
+	if sessionID != "" && r.opts.Estimator != nil {
+		env := childEnv(r.opts.Environ, job.Env)
+		file, err := r.opts.Estimator.SessionFile(r.opts.Estimator.ConfigDir(envLookup(env)), job.Dir, sessionID)
+		if err == nil {
+			dst := filepath.Join(job.JobDir, "transcript")
+			if err := r.opts.Estimator.Archive(ctx, file, dst); err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("archive transcript: %v", err))
+			} else {
+				res.Transcript = filepath.Join(dst, filepath.Base(file))
+			}
+		}
+	}
+
+	if job.UseWorktree && r.removeWorktree(res) {
+		dirty, err := ws.Status(ctx, job.Dir)
+		if err == nil && len(dirty) == 0 {
+			if err := ws.Remove(ctx, job.Repo, job.Dir); err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("remove worktree: %v", err))
+			} else {
+				res.Worktree = ""
+			}
+		}
+	}
+}
+
+func (r *run) removeWorktree(res *report.Job) bool {
+	switch r.opts.Keep {
+	case KeepAlways:
+		return false
+	case KeepNever:
+		return true
+	}
+	return res.Status == report.StatusSucceeded
+}
+
+func (r *run) writePatch(ctx context.Context, job *Job, head string) error {
+	path := filepath.Join(job.JobDir, "diff.patch")
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write diff.patch: %w", err)
+	}
+	err = r.opts.Workspace.WriteDiff(ctx, job.Dir, job.BaseCommit, head, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write diff.patch: %w", err)
+	}
+	return nil
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+func exitText(e claude.ExitStatus) string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return fmt.Sprintf("exit code %d", e.Code)
+}
+
+func addUsage(dst *report.Usage, u report.Usage) {
+	dst.InputTokens += u.InputTokens
+	dst.OutputTokens += u.OutputTokens
+	dst.CacheReadInputTokens += u.CacheReadInputTokens
+	dst.CacheCreationInputTokens += u.CacheCreationInputTokens
+}
+
+func mergeModelUsage(dst, src map[string]report.ModelUsage) map[string]report.ModelUsage {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]report.ModelUsage{}
+	}
+	for k, v := range src {
+		m := dst[k]
+		m.InputTokens += v.InputTokens
+		m.OutputTokens += v.OutputTokens
+		m.CacheReadInputTokens += v.CacheReadInputTokens
+		m.CacheCreationInputTokens += v.CacheCreationInputTokens
+		m.CostUSD += v.CostUSD
+		dst[k] = m
+	}
+	return dst
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func timerOrNil(d time.Duration) *time.Timer {
+	if d <= 0 {
+		return nil
+	}
+	return time.NewTimer(d)
+}
+
+func timerC(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+func stopTimers(ts ...*time.Timer) {
+	for _, t := range ts {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}

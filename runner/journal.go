@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// JournalSchema versions run.json.
+const JournalSchema = "pneuma.run/v1"
+
+// Job states in the journal.
+const (
+	StatePending  = "pending"
+	StateRunning  = "running"
+	StateFinished = "finished"
+)
+
+// Journal is run.json: the plan and every job's state, rewritten atomically
+// after every change so that a run killed with SIGKILL can be resumed.
+type Journal struct {
+	Schema    string      `json:"schema"`
+	RunID     string      `json:"run_id"`
+	Status    string      `json:"status"`
+	StartedAt time.Time   `json:"started_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Plan      *Plan       `json:"plan"`
+	Jobs      []*JobState `json:"jobs"`
+
+	mu     sync.Mutex // guards the fields above
+	saveMu sync.Mutex // orders saves so an older snapshot never lands last
+	path   string
+}
+
+// JobState is one job's progress in the journal.
+type JobState struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Attempt is the number of the attempt running or last run.
+	Attempt int `json:"attempt,omitempty"`
+	// SessionID is the CLI session to continue when the job is resumed.
+	SessionID string `json:"session_id,omitempty"`
+	// WorktreeCreated says the job's worktree exists (resume reuses it).
+	WorktreeCreated bool `json:"worktree_created,omitempty"`
+	// SpentUSD is what finished attempts of an unfinished job cost.
+	SpentUSD float64 `json:"spent_usd,omitempty"`
+	// Attempts are the finished attempts of an unfinished job.
+	Attempts  []report.Attempt `json:"attempts,omitempty"`
+	StartedAt time.Time        `json:"started_at,omitzero"`
+	Result    *report.Job      `json:"result,omitempty"`
+}
+
+// JournalPath is where a run's journal lives.
+func JournalPath(runDir string) string { return filepath.Join(runDir, "run.json") }
+
+// ReadJournal reads run.json of a run directory.
+func ReadJournal(runDir string) (*Journal, error) {
+	path := JournalPath(runDir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no run journal at %s", path)
+		}
+		return nil, fmt.Errorf("read run journal: %w", err)
+	}
+	var j Journal
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("read run journal %s: %w", path, err)
+	}
+	if j.Schema != JournalSchema {
+		return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, j.Schema, JournalSchema)
+	}
+	j.path = path
+	return &j, nil
+}
+
+// openJournal creates run.json for a plan, carrying the states of a prior
+// journal (resume) for the jobs that are still in the plan.
+func openJournal(p *Plan, prior *Journal) (*Journal, error) {
+	j := &Journal{
+		Schema:    JournalSchema,
+		RunID:     p.RunID,
+		Status:    "running",
+		StartedAt: time.Now().UTC(),
+		Plan:      p,
+		path:      JournalPath(p.RunDir),
+	}
+	old := map[string]*JobState{}
+	if prior != nil {
+		j.StartedAt = prior.StartedAt
+		for _, s := range prior.Jobs {
+			old[s.Name] = s
+		}
+	}
+	for _, job := range p.Jobs {
+		if s, ok := old[job.Name]; ok {
+			j.Jobs = append(j.Jobs, s)
+			continue
+		}
+		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
+	}
+	return j, j.save()
+}
+
+func (j *Journal) state(name string) *JobState {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, s := range j.Jobs {
+		if s.Name == name {
+			c := *s
+			return &c
+		}
+	}
+	return nil
+}
+
+// update changes one job's state under the journal's lock.
+func (j *Journal) update(name string, f func(*JobState)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, s := range j.Jobs {
+		if s.Name == name {
+			f(s)
+			return
+		}
+	}
+}
+
+func (j *Journal) finish(r *report.Report) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.Status = r.Status
+}
+
+// save writes the journal atomically: temp file, fsync, rename, fsync dir.
+func (j *Journal) save() error {
+	j.saveMu.Lock()
+	defer j.saveMu.Unlock()
+	j.mu.Lock()
+	j.UpdatedAt = time.Now().UTC()
+	data, err := json.MarshalIndent(j, "", "  ")
+	j.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("encode run journal: %w", err)
+	}
+	return writeFileAtomic(j.path, append(data, '\n'))
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either the
+// old or the new content, never a torn file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// Event types sent to a Reporter.
+const (
+	EventRunStarted  = "run_started"
+	EventJobStarted  = "job_started"
+	EventAPIRetry    = "api_retry"
+	EventJobRetry    = "job_retry"
+	EventJobFinished = "job_finished"
+	EventRunFinished = "run_finished"
+)
+
+// Event is one thing that happened during a run, for progress displays and
+// `--json` consumers. Fields not relevant to a type are empty.
+type Event struct {
+	Type  string    `json:"type"`
+	Time  time.Time `json:"time"`
+	RunID string    `json:"run_id"`
+	// Jobs is the number of jobs in the run (run_started).
+	Jobs    int    `json:"jobs,omitempty"`
+	Job     string `json:"job,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// DelayMS is the wait before the next attempt (job_retry) or the CLI's
+	// own retry delay (api_retry).
+	DelayMS int64 `json:"delay_ms,omitempty"`
+	// ErrorStatus is the HTTP status behind an API retry, when known.
+	ErrorStatus *int `json:"error_status,omitempty"`
+	// Branch and Worktree say where a started job works.
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
+	// SpentUSD is the run's spend so far.
+	SpentUSD float64        `json:"spent_usd"`
+	Result   *report.Job    `json:"result,omitempty"`
+	Report   *report.Report `json:"report,omitempty"`
+}
+
+// Reporter receives run events. Run calls it from several goroutines at
+// once; implementations must be safe for that and must not block for long.
+type Reporter interface {
+	Event(Event)
+}
+
+// Options are the run-time settings of Run.
+type Options struct {
+	Workspace Workspace
+	// Reporter receives progress events; nil for none.
+	Reporter Reporter
+	// Keep says which worktrees stay after their job (default on-failure).
+	Keep KeepPolicy
+	// FailFast stops the run at the first failed job.
+	FailFast bool
+	// Kill, when closed, kills every job's process group at once (second Ctrl-C).
+	Kill <-chan struct{}
+	// StopGrace is the wait after each step of a graceful stop (default 2s).
+	StopGrace time.Duration
+	// ResultGrace is how long a CLI may take to exit after its final result
+	// and the close of its stdin before it is stopped (default 5s).
+	ResultGrace time.Duration
+	// RetryBackoff is the base delay before a retry (default 5s); it doubles
+	// per attempt, with jitter.
+	RetryBackoff time.Duration
+	// StderrLimit bounds each job's stderr.log (default 4 MiB).
+	StderrLimit int
+	// Environ is the environment the CLI processes inherit (default os.Environ()).
+	Environ []string
+	// Estimator finds, prices and archives session transcripts; nil: none.
+	Estimator Estimator
+}
+
+// Estimator prices a session transcript, for jobs that ended without a
+// result (killed, crashed). cmd wires history's reader.
+type Estimator interface {
+	// SessionFile finds the transcript of a session that ran in cwd.
+	SessionFile(configDir, cwd, sessionID string) (string, error)
+	// Estimate returns the deduplicated cost and usage of a transcript and its subagents.
+	Estimate(ctx context.Context, sessionFile string) (costUSD float64, usage report.Usage, err error)
+	// Archive copies a transcript and its subagent files into dir.
+	Archive(ctx context.Context, sessionFile, dir string) error
+	// ConfigDir is the CLI's config directory under an environment.
+	ConfigDir(getenv func(string) string) string
+}
+
+func (o *Options) defaults() {
+	if o.Keep == "" {
+		o.Keep = KeepOnFailure
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 2 * time.Second
+	}
+	if o.ResultGrace <= 0 {
+		o.ResultGrace = 5 * time.Second
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 5 * time.Second
+	}
+	if o.StderrLimit <= 0 {
+		o.StderrLimit = 4 << 20
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Reporter == nil {
+		o.Reporter = nopReporter{}
+	}
+}
+
+type nopReporter struct{}
+
+func (nopReporter) Event(Event) {}
+
+// run is the state of one Run call.
+type run struct {
+	plan    *Plan
+	opts    Options
+	journal *Journal
+
+	mu        sync.Mutex
+	spent     float64
+	nextStart time.Time
+	failed    bool
+}
+
+// Run executes the plan and returns its report. A failed job is a result, not
+// an error: the error is for a run that could not happen at all (the run
+// directory cannot be written). Cancelling ctx stops the run gracefully: no
+// new job starts, running jobs are interrupted, their work is committed, and
+// the report says interrupted. Unfinished jobs of a journal passed with
+// resume are continued; finished ones are kept.
+func Run(ctx context.Context, p *Plan, o Options) (*report.Report, error) {
+	return run1(ctx, p, o, nil)
+}
+
+// Resume continues a run from its journal (after pneuma itself was killed):
+// finished jobs keep their results, unfinished ones continue in their
+// existing worktrees, resuming their CLI sessions where one was recorded.
+func Resume(ctx context.Context, p *Plan, prior *Journal, o Options) (*report.Report, error) {
+	return run1(ctx, p, o, prior)
+}
+
+func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Report, error) {
+	o.defaults()
+	if err := os.MkdirAll(p.RunDir, 0o755); err != nil {
+		return nil, &EnvError{fmt.Errorf("create run directory: %w", err)}
+	}
+	j, err := openJournal(p, prior)
+	if err != nil {
+		return nil, &EnvError{err}
+	}
+	r := &run{plan: p, opts: o, journal: j}
+	rep := &report.Report{
+		Schema:    report.Schema,
+		RunID:     p.RunID,
+		StartedAt: j.StartedAt,
+		Shard:     p.Shard,
+	}
+	if p.BudgetUSD > 0 {
+		rep.Budget = &report.Budget{CapUSD: p.BudgetUSD}
+	}
+	for _, s := range j.Jobs {
+		if s.State == StateFinished && s.Result != nil {
+			r.spent += s.Result.CostUSD
+		}
+	}
+	o.Reporter.Event(Event{Type: EventRunStarted, Time: time.Now(), RunID: p.RunID, Jobs: len(p.Jobs), SpentUSD: r.spent})
+
+	// runCtx ends on a signal (ctx) or on fail-fast; jobs see the cause.
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+
+	results := make([]report.Job, len(p.Jobs))
+	g := new(errgroup.Group)
+	g.SetLimit(p.Concurrency)
+	for i, job := range p.Jobs {
+		if st := j.state(job.Name); st != nil && st.State == StateFinished && st.Result != nil {
+			results[i] = *st.Result
+			continue
+		}
+		if runCtx.Err() != nil {
+			results[i] = r.skipped(job, stopReason(runCtx))
+			r.finish(job, &results[i])
+			continue
+		}
+		g.Go(func() error {
+			if runCtx.Err() != nil {
+				results[i] = r.skipped(job, stopReason(runCtx))
+			} else {
+				results[i] = r.runJob(runCtx, job)
+			}
+			r.finish(job, &results[i])
+			if o.FailFast && results[i].Status == report.StatusFailed {
+				cancelRun(errFailFast)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	rep.Jobs = results
+	rep.FinishedAt = time.Now().UTC()
+	interrupted := ctx.Err() != nil
+	rep.Tally(interrupted)
+	if rep.Budget != nil {
+		r.mu.Lock()
+		rep.Budget.SpentUSD = r.spent
+		r.mu.Unlock()
+	}
+	if err := report.WriteJSON(RunReportPath(p), rep); err != nil {
+		return rep, &EnvError{fmt.Errorf("write report: %w", err)}
+	}
+	j.finish(rep)
+	if err := j.save(); err != nil {
+		return rep, &EnvError{err}
+	}
+	o.Reporter.Event(Event{Type: EventRunFinished, Time: time.Now(), RunID: p.RunID, Report: rep, SpentUSD: rep.Totals.CostUSD})
+	return rep, nil
+}
+
+// RunReportPath is where Run writes report.json.
+func RunReportPath(p *Plan) string { return p.RunDir + string(os.PathSeparator) + "report.json" }
+
+var errFailFast = errors.New("another job failed and --fail-fast is set")
+
+// stopReason says why runCtx ended: a signal or fail-fast.
+func stopReason(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), errFailFast) {
+		return report.ReasonFailFast
+	}
+	return report.ReasonInterrupted
+}
+
+// finish records a job's final result in the journal and tells the reporter.
+func (r *run) finish(job *Job, res *report.Job) {
+	r.journal.update(job.Name, func(s *JobState) {
+		s.State = StateFinished
+		s.Result = res
+	})
+	if err := r.journal.save(); err != nil {
+		res.Error = joinErr(res.Error, err.Error())
+	}
+	r.mu.Lock()
+	spent := r.spent
+	r.mu.Unlock()
+	r.opts.Reporter.Event(Event{Type: EventJobFinished, Time: time.Now(), RunID: r.plan.RunID, Job: job.Name, Result: res, SpentUSD: spent, Reason: res.Reason})
+}
+
+func (r *run) skipped(job *Job, reason string) report.Job {
+	res := r.baseResult(job)
+	res.Status = report.StatusSkipped
+	res.Reason = reason
+	res.Worktree = ""
+	res.Branch = ""
+	return res
+}
+
+func (r *run) baseResult(job *Job) report.Job {
+	return report.Job{
+		Name:              job.Name,
+		Repo:              job.Repo,
+		Base:              job.Base,
+		Branch:            job.Branch,
+		Worktree:          job.Dir,
+		Model:             job.Options.Model,
+		PermissionDenials: []report.PermissionDenial{},
+	}
+}
+
+// reserveStart spaces CLI starts by the plan's stagger and returns when this
+// job may start, or false when ctx ended first.
+func (r *run) reserveStart(ctx context.Context) bool {
+	if r.plan.Stagger <= 0 {
+		return ctx.Err() == nil
+	}
+	r.mu.Lock()
+	now := time.Now()
+	at := r.nextStart
+	if at.Before(now) {
+		at = now
+	}
+	r.nextStart = at.Add(r.plan.Stagger)
+	r.mu.Unlock()
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// budgetLeft returns the money left under the run's cap (ok=false: spent).
+// Without a cap it returns 0, true.
+func (r *run) budgetLeft() (left float64, ok bool) {
+	if r.plan.BudgetUSD <= 0 {
+		return 0, true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	left = r.plan.BudgetUSD - r.spent
+	return left, left > 0.000001
+}
+
+func (r *run) addSpent(usd float64) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spent += usd
+	return r.spent
+}
+
+func (r *run) spentSoFar() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spent
+}
+
+// childEnv builds a job's CLI environment: pneuma's own, without CLAUDECODE
+// (set inside a Claude Code session, it would make the CLI think it is
+// nested), plus the job's env.
+func childEnv(base []string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "CLAUDECODE" {
+			continue
+		}
+		if _, ok := extra[k]; ok {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func envLookup(env []string) func(string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+func joinErr(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// claudeUsage turns the CLI's model usage into report types and totals.
+func claudeUsage(mu map[string]claude.ModelUsage, main claude.Usage) (report.Usage, map[string]report.ModelUsage) {
+	if len(mu) == 0 {
+		return report.Usage{
+			InputTokens:              main.InputTokens,
+			OutputTokens:             main.OutputTokens,
+			CacheReadInputTokens:     main.CacheReadInputTokens,
+			CacheCreationInputTokens: main.CacheCreationInputTokens,
+		}, nil
+	}
+	var u report.Usage
+	out := make(map[string]report.ModelUsage, len(mu))
+	for k, m := range mu {
+		out[k] = report.ModelUsage{
+			InputTokens:              m.InputTokens,
+			OutputTokens:             m.OutputTokens,
+			CacheReadInputTokens:     m.CacheReadInputTokens,
+			CacheCreationInputTokens: m.CacheCreationInputTokens,
+			CostUSD:                  m.CostUSD,
+		}
+		u.InputTokens += m.InputTokens
+		u.OutputTokens += m.OutputTokens
+		u.CacheReadInputTokens += m.CacheReadInputTokens
+		u.CacheCreationInputTokens += m.CacheCreationInputTokens
+	}
+	return u, out
+}

@@ -1,0 +1,175 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// stderrTail bounds how much of git's stderr an error carries.
+const stderrTail = 2048
+
+// waitDelay is how long a cancelled git gets to clean up its lock files
+// after SIGTERM before it is killed.
+const waitDelay = 10 * time.Second
+
+// CommandError is a git command that failed. Error reads like
+// "git worktree add: exit status 128: fatal: '/x' already exists".
+type CommandError struct {
+	Args   []string // argv without the binary
+	Stderr string   // bounded tail of stderr, trimmed
+	Err    error    // usually an *exec.ExitError
+}
+
+func (e *CommandError) Error() string {
+	msg := "git " + subcommand(e.Args) + ": " + e.Err.Error()
+	if e.Stderr != "" {
+		msg += ": " + strings.Join(strings.Fields(strings.ReplaceAll(e.Stderr, "\n", " ; ")), " ")
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// ExitCode is git's exit status, or -1 when it did not exit normally.
+func (e *CommandError) ExitCode() int {
+	var ee *exec.ExitError
+	if errors.As(e.Err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// subcommand names the git command for messages: the first argument after
+// the global options, two words for commands with subcommands.
+func subcommand(args []string) string {
+	i := 0
+	for i < len(args) {
+		switch {
+		case args[i] == "-C" || args[i] == "-c":
+			i += 2
+			continue
+		case strings.HasPrefix(args[i], "-"):
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return strings.Join(args, " ")
+	}
+	name := args[i]
+	if (name == "worktree" || name == "config") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+		name += " " + args[i+1]
+	}
+	return name
+}
+
+// repoEnv are variables that point git at a repository. A parent git (pneuma
+// run from a hook, for example) exports them; inherited, they would make every
+// command act on that repository instead of the directory given with -C.
+var repoEnv = map[string]bool{
+	"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true,
+	"GIT_COMMON_DIR": true, "GIT_OBJECT_DIRECTORY": true,
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "GIT_PREFIX": true,
+	"GIT_IMPLICIT_WORK_TREE": true, "GIT_NAMESPACE": true,
+	"GIT_SHALLOW_FILE": true, "GIT_GRAFT_FILE": true,
+}
+
+func (m *Manager) env(extra []string) []string {
+	base := os.Environ()
+	env := make([]string, 0, len(base)+len(extra)+len(m.Env)+2)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !repoEnv[k] {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	env = append(env, extra...)
+	return append(env, m.Env...)
+}
+
+func (m *Manager) git() string {
+	if m.Git == "" {
+		return "git"
+	}
+	return m.Git
+}
+
+// run is one git invocation.
+type run struct {
+	args   []string
+	env    []string  // extra environment, before Manager.Env
+	stdin  io.Reader // nil: empty
+	stdout io.Writer // nil: captured and returned
+}
+
+// output runs git with args and returns its stdout.
+func (m *Manager) output(ctx context.Context, args ...string) ([]byte, error) {
+	return m.exec(ctx, run{args: args})
+}
+
+func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, m.git(), r.args...)
+	cmd.Env = m.env(r.env)
+	cmd.Stdin = r.stdin
+	var out bytes.Buffer
+	if r.stdout != nil {
+		cmd.Stdout = r.stdout
+	} else {
+		cmd.Stdout = &out
+	}
+	stderr := &tailBuffer{max: stderrTail}
+	cmd.Stderr = stderr
+	setProcAttr(cmd)
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		}
+		return out.Bytes(), &CommandError{Args: r.args, Stderr: stderr.String(), Err: err}
+	}
+	return out.Bytes(), nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+	cut bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		t.cut = true
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.buf
+	if t.cut {
+		// Do not start in the middle of a UTF-8 sequence.
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+		return "..." + strings.TrimSpace(string(b))
+	}
+	return strings.TrimSpace(string(b))
+}

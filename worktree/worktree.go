@@ -1,0 +1,500 @@
+// Package worktree manages the git worktrees pneuma runs jobs in: it finds
+// the repository, resolves base refs, creates one linked worktree per job on
+// its own branch, inspects and commits what a job left behind, produces its
+// diff, and removes the worktree afterwards while keeping the branch.
+//
+// Commands that change a repository (worktree add/remove, add, commit) and
+// status go through the git CLI: go-git v5 cannot create linked worktrees and
+// is much slower than git on big trees. Refs are read with go-git, with the
+// git CLI as the fallback for anything go-git cannot answer.
+//
+// Nothing here discards uncommitted work: no `worktree remove --force`, no
+// `reset --hard`, no `clean`. A worktree with uncommitted changes is never
+// removed (*DirtyError).
+package worktree
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Manager runs git for pneuma. The zero value is ready to use; a Manager must
+// not be copied after first use. Share one Manager per process: it
+// serialises worktree creation and removal per repository, which is what
+// makes concurrent Create calls in one repository safe.
+type Manager struct {
+	// Git is the git binary, "git" (looked up in PATH) when empty.
+	Git string
+	// Env is appended to the environment of every git command and wins over
+	// inherited variables (tests use it to isolate HOME and GIT_CONFIG_GLOBAL).
+	Env []string
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // per git common dir, capacity 1
+}
+
+// New returns a Manager that runs "git" from PATH.
+func New() *Manager { return &Manager{} }
+
+// NotRepoError reports a directory that is not inside a git working tree.
+type NotRepoError struct {
+	Path string
+	Err  error
+}
+
+func (e *NotRepoError) Error() string {
+	return fmt.Sprintf("%s is not a git repository: %v", e.Path, e.Err)
+}
+
+func (e *NotRepoError) Unwrap() error { return e.Err }
+
+// RefError reports a ref or revision that does not name a commit in Repo.
+type RefError struct {
+	Repo, Ref string
+	Err       error
+}
+
+func (e *RefError) Error() string {
+	return fmt.Sprintf("ref %q does not name a commit in %s: %v", e.Ref, e.Repo, e.Err)
+}
+
+func (e *RefError) Unwrap() error { return e.Err }
+
+// DirtyError is returned by Remove for a worktree with uncommitted changes or
+// untracked files; the worktree is left untouched.
+type DirtyError struct {
+	Path  string
+	Files []string // as reported by Status
+}
+
+func (e *DirtyError) Error() string {
+	const show = 5
+	files := e.Files
+	more := ""
+	if len(files) > show {
+		more = fmt.Sprintf(" and %d more", len(files)-show)
+		files = files[:show]
+	}
+	return fmt.Sprintf("refusing to remove worktree %s: %d uncommitted change(s): %s%s",
+		e.Path, len(e.Files), strings.Join(files, ", "), more)
+}
+
+// ExistsError is returned by Create when the branch or the worktree
+// directory already exists. It matches errors.Is(err, fs.ErrExist).
+type ExistsError struct {
+	Kind string // "branch" or "path"
+	Name string
+}
+
+func (e *ExistsError) Error() string { return fmt.Sprintf("%s %q already exists", e.Kind, e.Name) }
+
+func (e *ExistsError) Unwrap() error { return fs.ErrExist }
+
+// Info describes one worktree of a repository, as `git worktree list` does.
+type Info struct {
+	Path     string
+	Head     string // commit sha; empty for a bare repository
+	Branch   string // short name ("pneuma/run/job"); empty when detached
+	Bare     bool
+	Detached bool
+	Locked   bool
+	Prunable bool // its directory is gone; `git worktree prune` will drop it
+}
+
+// Root returns the top-level directory of the main worktree of the repository
+// that contains dir, with symlinks resolved. From a linked worktree it returns
+// the main worktree; when the repository is bare, the top level of dir's own
+// worktree. A dir outside any working tree gives a *NotRepoError.
+func (m *Manager) Root(ctx context.Context, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", &NotRepoError{Path: dir, Err: err}
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", &NotRepoError{Path: dir, Err: err}
+	} else if !fi.IsDir() {
+		return "", &NotRepoError{Path: dir, Err: errors.New("not a directory")}
+	}
+	out, err := m.output(ctx, "-C", abs, "rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir")
+	if err != nil {
+		if isNotRepo(err) {
+			return "", &NotRepoError{Path: dir, Err: err}
+		}
+		return "", fmt.Errorf("find repository of %s: %w", dir, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 {
+		return "", fmt.Errorf("find repository of %s: unexpected rev-parse output %q", dir, out)
+	}
+	if lines[0] != "true" {
+		return "", &NotRepoError{Path: dir, Err: errors.New("not inside a working tree")}
+	}
+	gitDir, commonDir := absIn(abs, lines[1]), absIn(abs, lines[2])
+	top, err := m.output(ctx, "-C", abs, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("find repository of %s: %w", dir, err)
+	}
+	root := strings.TrimSpace(string(top))
+	if !samePath(gitDir, commonDir) {
+		// A linked worktree: the main worktree is the first entry of the list.
+		list, err := m.List(ctx, abs)
+		if err != nil {
+			return "", fmt.Errorf("find repository of %s: %w", dir, err)
+		}
+		if len(list) > 0 && !list[0].Bare && isDir(list[0].Path) {
+			root = list[0].Path
+		}
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	return root, nil
+}
+
+func isNotRepo(err error) bool {
+	var ce *CommandError
+	return errors.As(err, &ce) && strings.Contains(ce.Stderr, "not a git repository")
+}
+
+// absIn makes a path printed by git, relative to dir, absolute.
+func absIn(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// commonDir returns the absolute git common directory of repo: the .git
+// directory shared by the main worktree and every linked worktree.
+func (m *Manager) commonDir(ctx context.Context, repo string) (string, error) {
+	out, err := m.output(ctx, "-C", repo, "rev-parse", "--git-common-dir")
+	if err != nil {
+		if isNotRepo(err) {
+			return "", &NotRepoError{Path: repo, Err: err}
+		}
+		return "", err
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	dir := absIn(abs, strings.TrimSpace(string(out)))
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	return dir, nil
+}
+
+// excludeMu serialises Exclude within the process; between processes the
+// worst case is a duplicate line, which git ignores.
+var excludeMu sync.Mutex
+
+// Exclude adds pattern (for example "/.pneuma/") as a line of the
+// repository's info/exclude file unless that line is already there. It works
+// from the main or a linked worktree: the file lives in the common git dir.
+func (m *Manager) Exclude(repo, pattern string) error {
+	if strings.TrimSpace(pattern) == "" || strings.ContainsAny(pattern, "\n\r") {
+		return fmt.Errorf("exclude %q: pattern must be one non-empty line", pattern)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	common, err := m.commonDir(ctx, repo)
+	if err != nil {
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	excludeMu.Lock()
+	defer excludeMu.Unlock()
+	file := filepath.Join(common, "info", "exclude")
+	data, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	for sc.Scan() {
+		if strings.TrimRight(sc.Text(), " \t\r") == pattern {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	line := pattern + "\n"
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		line = "\n" + line
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("exclude %q: %w", pattern, err)
+	}
+	return nil
+}
+
+// lock takes the per-repository lock for worktree creation and removal,
+// waiting at most until ctx is done.
+func (m *Manager) lock(ctx context.Context, common string) (unlock func(), err error) {
+	m.mu.Lock()
+	if m.locks == nil {
+		m.locks = make(map[string]chan struct{})
+	}
+	ch, ok := m.locks[common]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		m.locks[common] = ch
+	}
+	m.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// CreateOptions says where and from what Create makes a worktree.
+type CreateOptions struct {
+	Repo   string // any directory of the repository
+	Path   string // new worktree directory; must not exist or be empty
+	Branch string // new branch, checked out in the worktree; must not exist
+	Base   string // commit the branch starts at: sha or ref; empty means HEAD of Repo
+}
+
+// lockRetries bounds how often Create retries when another git process holds
+// a lock in the repository (a user's git, another pneuma).
+const lockRetries = 6
+
+// Create runs `git worktree add -b Branch Path <Base resolved to a sha>`.
+// An existing branch or non-empty Path gives an *ExistsError, a Base that
+// names no commit a *RefError. Calls for different paths may run
+// concurrently: the Manager serialises them per repository and retries on
+// lock contention from other processes. If creation fails, the branch it
+// made is deleted again (it points at Base, so nothing is lost).
+func (m *Manager) Create(ctx context.Context, o CreateOptions) error {
+	if err := m.create(ctx, o); err != nil {
+		return fmt.Errorf("create worktree %s: %w", o.Path, err)
+	}
+	return nil
+}
+
+func (m *Manager) create(ctx context.Context, o CreateOptions) error {
+	if o.Repo == "" || o.Path == "" {
+		return errors.New("repository and path are required")
+	}
+	if err := ValidBranch(o.Branch); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(o.Path)
+	if err != nil {
+		return err
+	}
+	base := o.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	sha, err := m.ResolveRef(ctx, o.Repo, base)
+	if err != nil {
+		return err
+	}
+	common, err := m.commonDir(ctx, o.Repo)
+	if err != nil {
+		return err
+	}
+	unlock, err := m.lock(ctx, common)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
+		return &ExistsError{Kind: "path", Name: path}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if isDir(path) {
+			return err
+		}
+		return &ExistsError{Kind: "path", Name: path}
+	}
+	ref := "refs/heads/" + o.Branch
+	if m.refExists(ctx, o.Repo, ref) {
+		return &ExistsError{Kind: "branch", Name: o.Branch}
+	}
+
+	for attempt := 0; ; attempt++ {
+		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "-b", o.Branch, "--", path, sha)
+		if err == nil {
+			return nil
+		}
+		var ce *CommandError
+		if errors.As(err, &ce) {
+			switch {
+			case strings.Contains(ce.Stderr, "a branch named"):
+				// Someone else's branch, made since the check above.
+				return &ExistsError{Kind: "branch", Name: o.Branch}
+			case strings.Contains(ce.Stderr, "' already exists"):
+				return &ExistsError{Kind: "path", Name: path}
+			}
+		}
+		// git removes a half-made worktree itself, but the branch it created
+		// before checking out stays. Delete it (only if it still points at
+		// the base and no worktree directory survived) so that a retry, or
+		// a rerun of the job, can create it again.
+		if !isDir(path) {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_, _ = m.output(cctx, "-C", o.Repo, "update-ref", "-d", ref, sha)
+			cancel()
+		}
+		if !lockContention(err) || attempt == lockRetries || ctx.Err() != nil {
+			return err
+		}
+		delay := time.Duration(25<<attempt)*time.Millisecond + rand.N(25*time.Millisecond)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// lockContention reports a git failure caused by another process holding a
+// lock file (index.lock, a ref's .lock, packed-refs.lock, config.lock).
+func lockContention(err error) bool {
+	var ce *CommandError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	s := ce.Stderr
+	return strings.Contains(s, ".lock': File exists") ||
+		strings.Contains(s, "Unable to create") && strings.Contains(s, ".lock") ||
+		strings.Contains(s, "cannot lock ref") && !strings.Contains(s, "reference already exists") ||
+		strings.Contains(s, "could not lock config file")
+}
+
+func (m *Manager) refExists(ctx context.Context, repo, ref string) bool {
+	_, err := m.output(ctx, "-C", repo, "rev-parse", "--verify", "--quiet", ref)
+	return err == nil
+}
+
+// Remove deletes the linked worktree at path from repo and prunes stale
+// worktree records. It keeps the worktree's branch. A worktree with
+// uncommitted changes or untracked files is left alone and gives a
+// *DirtyError; files ignored by .gitignore are deleted with the worktree, as
+// `git worktree remove` does. A path that no longer exists is only pruned.
+func (m *Manager) Remove(ctx context.Context, repo, path string) error {
+	if err := m.remove(ctx, repo, path); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", path, err)
+	}
+	return nil
+}
+
+func (m *Manager) remove(ctx context.Context, repo, path string) error {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	common, err := m.commonDir(ctx, repo)
+	if err != nil {
+		return err
+	}
+	if isDir(path) {
+		files, err := m.Status(ctx, path)
+		if err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			return &DirtyError{Path: path, Files: files}
+		}
+	} else if _, err := os.Lstat(path); err == nil {
+		return errors.New("not a directory")
+	}
+	unlock, err := m.lock(ctx, common)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if isDir(path) {
+		// Without --force git itself refuses a worktree that became dirty
+		// since the check above, so nothing uncommitted can be lost.
+		if _, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path); err != nil {
+			return err
+		}
+	}
+	_, err = m.output(ctx, "-C", repo, "worktree", "prune")
+	return err
+}
+
+// List returns the worktrees of repo, the main worktree first, as
+// `git worktree list --porcelain` reports them.
+func (m *Manager) List(ctx context.Context, repo string) ([]Info, error) {
+	out, err := m.output(ctx, "-C", repo, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, fmt.Errorf("list worktrees: %w", err)
+	}
+	return parseList(out), nil
+}
+
+// parseList parses `git worktree list --porcelain`: records of
+// "key value" lines separated by blank lines.
+func parseList(out []byte) []Info {
+	var list []Info
+	var cur *Info
+	for _, line := range strings.Split(string(out), "\n") {
+		key, value, _ := strings.Cut(line, " ")
+		switch key {
+		case "":
+			cur = nil
+			continue
+		case "worktree":
+			list = append(list, Info{Path: value})
+			cur = &list[len(list)-1]
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		switch key {
+		case "HEAD":
+			cur.Head = value
+		case "branch":
+			cur.Branch = strings.TrimPrefix(value, "refs/heads/")
+		case "bare":
+			cur.Bare = true
+		case "detached":
+			cur.Detached = true
+		case "locked":
+			cur.Locked = true
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	return list
+}
