@@ -272,7 +272,7 @@ func TestUserLine(t *testing.T) {
 	}
 }
 
-func FuzzDecode(f *testing.F) {
+func FuzzDecodeLine(f *testing.F) {
 	for _, l := range referenceLines(f) {
 		f.Add(l)
 	}

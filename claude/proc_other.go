@@ -9,10 +9,10 @@ import (
 
 func groupAttr() *syscall.SysProcAttr { return nil }
 
-// signalGroup has no process groups to use here: an interrupt-like signal
+// groupSignal has no process groups to use here: an interrupt-like signal
 // cannot be delivered, so everything but SIGKILL is a no-op and the stop
 // ladder falls through to killing the process.
-func signalGroup(p *os.Process, sig syscall.Signal) error {
+func groupSignal(p *os.Process, sig syscall.Signal) error {
 	if sig == syscall.SIGKILL {
 		err := p.Kill()
 		if err == os.ErrProcessDone {

@@ -10,9 +10,9 @@ import (
 
 func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// signalGroup signals every process in p's group (the group id is p's pid).
+// groupSignal signals every process in p's group (the group id is p's pid).
 // A group that no longer exists is not an error.
-func signalGroup(p *os.Process, sig syscall.Signal) error {
+func groupSignal(p *os.Process, sig syscall.Signal) error {
 	err := syscall.Kill(-p.Pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil

@@ -403,7 +403,7 @@ func (p *Process) signalGroup(sig syscall.Signal) error {
 		// The group leader is reaped; Wait has already killed the group.
 		return nil
 	}
-	if err := signalGroup(p.cmd.Process, sig); err != nil {
+	if err := groupSignal(p.cmd.Process, sig); err != nil {
 		return fmt.Errorf("signal claude process group %d: %w", p.Pid(), err)
 	}
 	return nil
@@ -426,7 +426,7 @@ func (p *Process) wait() {
 	// Tools the CLI started (and their children) share its group: they must
 	// not outlive the job nor hold stdout open. The group id cannot be reused
 	// while any member is alive.
-	_ = signalGroup(p.cmd.Process, syscall.SIGKILL)
+	_ = groupSignal(p.cmd.Process, syscall.SIGKILL)
 	p.drain()
 	_ = p.CloseInput()
 

@@ -122,7 +122,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		if !fs.agent {
 			s.Project = fs.cwd
 			s.Started, s.LastActivity = fs.start, fs.last
-			s.FirstPrompt, s.Prompts = fs.firstPrompt, fs.prompts
+			s.FirstPrompt, s.Prompts = Redact(fold(fs.firstPrompt, 1000)), fs.prompts
 		} else if fs.last.After(s.LastActivity) {
 			s.LastActivity = fs.last
 		}

@@ -276,7 +276,7 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 		toolUseID = sa.Meta.ToolUseID
 	}
 	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
-		Description: Redact(sa.Meta.Description), ToolUseID: toolUseID, Sidechain: true}
+		Description: sa.Meta.Description, ToolUseID: toolUseID, Sidechain: true}
 	f, err := os.Open(sa.Path)
 	if err != nil {
 		return fmt.Errorf("open subagent %s: %w", sa.AgentID, err)
@@ -309,7 +309,8 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	return x.r.endSub(rec, depth)
 }
 
-// normalise maps an entry to a record; entries that carry no conversation
+// normalise maps an entry to a record (not yet redacted: renderers redact
+// what they print, after folding, which keeps large outputs fast); entries that carry no conversation
 // (attachments, queue operations, modes, unknown types) are left out.
 func (x *exporter) normalise(e *Entry) (*Record, bool) {
 	rec := &Record{
@@ -333,7 +334,7 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		if text == "" && e.Subtype == "" {
 			return nil, false
 		}
-		rec.Blocks = []RBlock{{Type: "text", Text: Redact(text)}}
+		rec.Blocks = []RBlock{{Type: "text", Text: text}}
 		return rec, true
 	default:
 		return nil, false
@@ -357,21 +358,33 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 	for _, b := range m.Content {
 		rb := RBlock{Type: b.Type, ID: b.ID, Name: b.Name, ToolUseID: b.ToolUseID, IsError: b.IsError}
 		switch b.Type {
-		case "text":
-			rb.Text = Redact(b.Text)
 		case "thinking":
-			rb.Text = Redact(b.Thinking)
+			rb.Text = b.Thinking
 		case "redacted_thinking":
 		case "tool_use", "server_tool_use":
-			rb.Input = redactJSON(b.Input)
+			rb.Input = b.Input
 			x.tools[b.ID] = b.Name
 		case "tool_result":
-			rb.Text = Redact(b.ResultText())
+			rb.Text = b.ResultText()
 			rb.ToolName = x.tools[b.ToolUseID]
 		default:
-			rb.Text = Redact(b.Text)
+			rb.Text = b.Text
 		}
 		rec.Blocks = append(rec.Blocks, rb)
 	}
 	return rec, true
+}
+
+// redacted returns a copy of r with secrets redacted in every string a
+// person or tool wrote.
+func (r *Record) redacted() *Record {
+	c := *r
+	c.Description = Redact(r.Description)
+	c.Blocks = make([]RBlock, len(r.Blocks))
+	for i, b := range r.Blocks {
+		b.Text = Redact(b.Text)
+		b.Input = redactJSON(b.Input)
+		c.Blocks[i] = b
+	}
+	return &c
 }

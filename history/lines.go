@@ -1,7 +1,7 @@
 package history
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"io"
 )
@@ -10,9 +10,13 @@ import (
 // Real transcripts hold lines of several MB (pitfall 1).
 const DefaultMaxLine = 64 << 20
 
-// readBufSize is the bufio buffer size: large enough that most lines are
-// returned without a copy.
-const readBufSize = 1 << 20
+// Buffer sizes of LineReader: reads start at minBuf and the buffer grows to
+// hold the longest line seen, up to keepBuf; past that it shrinks back after
+// the line so that one huge line does not pin memory.
+const (
+	minBuf  = 1 << 20
+	keepBuf = 16 << 20
+)
 
 // ReadStats counts what a reader skipped instead of failing.
 type ReadStats struct {
@@ -36,12 +40,18 @@ func (s *ReadStats) Add(o ReadStats) {
 }
 
 // LineReader reads '\n'-terminated lines of any length with bounded memory.
-// A last line without '\n' is not returned: it is counted as torn.
+// Lines are returned in place from its own buffer (no copy per line, unlike
+// bufio.Reader for lines longer than its buffer). A last line without '\n'
+// is not returned: it is counted as torn.
 type LineReader struct {
-	r     *bufio.Reader
-	buf   []byte
-	max   int
-	Stats ReadStats
+	r          io.Reader
+	buf        []byte
+	start, end int // unread data is buf[start:end]
+	scanned    int // buf[start:scanned] holds no '\n'
+	eof        bool
+	skipping   bool // inside an oversized line, discarding to its '\n'
+	max        int
+	Stats      ReadStats
 }
 
 // NewLineReader returns a reader of r that skips lines longer than max bytes
@@ -50,60 +60,104 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	return &LineReader{r: bufio.NewReaderSize(r, readBufSize), max: max}
+	return &LineReader{r: r, max: max}
 }
 
-// Reset makes the reader read from r, keeping its buffers.
+// Reset makes the reader read from r, keeping its buffer.
 func (lr *LineReader) Reset(r io.Reader) {
-	lr.r.Reset(r)
-	lr.buf = lr.buf[:0]
+	lr.r = r
+	lr.start, lr.end, lr.scanned = 0, 0, 0
+	lr.eof, lr.skipping = false, false
 	lr.Stats = ReadStats{}
 }
 
-// Next returns the next complete line without its '\n'. The slice is valid
-// until the next call. It returns io.EOF at the end of the input.
+// Next returns the next complete line without its '\n' (and '\r'). The slice
+// is valid until the next call. It returns io.EOF at the end of the input.
 func (lr *LineReader) Next() ([]byte, error) {
-	// Drop a buffer grown for a huge line so that memory stays bounded.
-	if cap(lr.buf) > 8<<20 {
-		lr.buf = nil
-	}
-	lr.buf = lr.buf[:0]
-	oversized := false
 	for {
-		frag, err := lr.r.ReadSlice('\n')
-		switch {
-		case err == nil:
-			if oversized || len(lr.buf)+len(frag)-1 > lr.max {
+		if i := bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n'); i >= 0 {
+			nl := lr.scanned + i
+			line := lr.buf[lr.start:nl]
+			lr.start, lr.scanned = nl+1, nl+1
+			if lr.skipping || len(line) > lr.max {
+				lr.skipping = false
 				lr.Stats.Oversized++
-				oversized = false
-				lr.buf = lr.buf[:0]
 				continue
 			}
 			lr.Stats.Lines++
-			if len(lr.buf) == 0 {
-				return trimCR(frag[:len(frag)-1]), nil
-			}
-			lr.buf = append(lr.buf, frag[:len(frag)-1]...)
-			return trimCR(lr.buf), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			if oversized {
-				continue
-			}
-			if len(lr.buf)+len(frag) > lr.max {
-				oversized = true
-				lr.buf = lr.buf[:0]
-				continue
-			}
-			lr.buf = append(lr.buf, frag...)
-		case errors.Is(err, io.EOF):
-			if len(frag) > 0 || len(lr.buf) > 0 || oversized {
+			return trimCR(line), nil
+		}
+		lr.scanned = lr.end
+		if lr.eof {
+			if lr.start < lr.end || lr.skipping {
 				lr.Stats.Torn++
 			}
+			lr.start, lr.end, lr.scanned, lr.skipping = 0, 0, 0, false
 			return nil, io.EOF
-		default:
+		}
+		if err := lr.fill(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// fill makes room and reads more data.
+func (lr *LineReader) fill() error {
+	pending := lr.end - lr.start
+	if pending > lr.max {
+		// Too long to keep: drop what we have and discard to the newline.
+		lr.skipping = true
+		lr.start, lr.end, lr.scanned, pending = 0, 0, 0, 0
+	}
+	switch {
+	case lr.buf == nil:
+		lr.buf = make([]byte, minBuf)
+	case pending == 0 && len(lr.buf) > keepBuf:
+		lr.buf = make([]byte, minBuf)
+		lr.start, lr.end, lr.scanned = 0, 0, 0
+	case lr.start > 0 && (pending < len(lr.buf)/2 || lr.end == len(lr.buf)):
+		copy(lr.buf, lr.buf[lr.start:lr.end])
+		lr.scanned -= lr.start
+		lr.end = pending
+		lr.start = 0
+	}
+	if lr.end == len(lr.buf) {
+		grown := make([]byte, 2*len(lr.buf))
+		copy(grown, lr.buf[lr.start:lr.end])
+		lr.scanned -= lr.start
+		lr.end -= lr.start
+		lr.start = 0
+		lr.buf = grown
+	}
+	n, err := lr.r.Read(lr.buf[lr.end:])
+	lr.end += n
+	if errors.Is(err, io.EOF) {
+		lr.eof = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		// A reader returning 0, nil repeatedly is broken; treat it as EOF
+		// after a few tries rather than spinning.
+		for range 8 {
+			n, err = lr.r.Read(lr.buf[lr.end:])
+			lr.end += n
+			if n > 0 || err != nil {
+				break
+			}
+		}
+		if n == 0 && err == nil {
+			return io.ErrNoProgress
+		}
+		if errors.Is(err, io.EOF) {
+			lr.eof = true
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func trimCR(b []byte) []byte {

@@ -150,19 +150,19 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 	switch b.Type {
 	case "text":
 		if compact {
-			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc(fold(b.Text, h.fold)))
+			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc(Redact(fold(b.Text, h.fold))))
 			return
 		}
-		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace(b.Text)))
+		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace(Redact(b.Text))))
 	case "thinking":
 		if strings.TrimSpace(b.Text) != "" {
-			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc(fold(b.Text, h.fold)))
+			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc(Redact(fold(b.Text, h.fold))))
 		}
 	case "tool_use", "server_tool_use":
-		v := viewToolUse(b.Name, b.Input)
+		v := viewToolUse(b.Name, b.Input, h.fold)
 		h.printf("<div class=\"tool\">▶ <b>%s</b> %s</div>\n", esc(b.Name), esc(v.title))
 		if v.body != "" {
-			h.printf("<details><summary>Input</summary><pre>%s</pre></details>\n", esc(fold(v.body, h.fold)))
+			h.printf("<details><summary>Input</summary><pre>%s</pre></details>\n", esc(v.body))
 		}
 	case "tool_result":
 		label := "Result"
@@ -175,7 +175,7 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 			class = " class=\"err\""
 		}
 		lines := strings.Count(b.Text, "\n") + 1
-		h.printf("<details%s><summary>%s · %d lines</summary><pre>%s</pre></details>\n", class, esc(label), lines, esc(fold(b.Text, h.fold)))
+		h.printf("<details%s><summary>%s · %d lines</summary><pre>%s</pre></details>\n", class, esc(label), lines, esc(Redact(fold(b.Text, h.fold))))
 	default:
 		h.printf("<div class=\"meta\">[%s]</div>\n", esc(b.Type))
 	}
@@ -187,7 +187,7 @@ func (h *htmlRenderer) beginSub(r *Record, depth int) error {
 		label += " " + r.AgentType
 	}
 	if r.Description != "" {
-		label += ": " + r.Description
+		label += ": " + Redact(r.Description)
 	}
 	// The subagent nests inside the box of the call that started it.
 	h.printf("<details class=\"sub\"><summary>%s</summary>\n", esc(label))

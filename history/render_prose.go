@@ -50,8 +50,16 @@ type toolView struct {
 	title, body, lang string
 }
 
-// viewToolUse summarises well-known tools; others show their input as JSON.
-func viewToolUse(name string, input json.RawMessage) toolView {
+// viewToolUse summarises well-known tools (others show their input as
+// JSON), folded to n characters and redacted.
+func viewToolUse(name string, input json.RawMessage, n int) toolView {
+	v := rawToolView(name, input)
+	v.title = Redact(fold(v.title, 200))
+	v.body = Redact(fold(v.body, n))
+	return v
+}
+
+func rawToolView(name string, input json.RawMessage) toolView {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
 	str := func(k string) string { s, _ := in[k].(string); return s }
@@ -292,7 +300,7 @@ func (p *prose) record(r *Record, depth int) error {
 		}
 		p.heading(depth, title, clock(r))
 		if t := r.Blocks[0].Text; t != "" && r.Subtype != "compact_boundary" {
-			p.printf("%s\n\n", fold(t, p.fold))
+			p.printf("%s\n\n", Redact(fold(t, p.fold)))
 		}
 		return p.err
 	case "user":
@@ -334,18 +342,18 @@ func (p *prose) block(b RBlock, compact bool) {
 		if compact {
 			t = fold(t, p.fold)
 		}
-		p.printf("%s\n\n", strings.TrimSpace(t))
+		p.printf("%s\n\n", strings.TrimSpace(Redact(t)))
 	case "thinking":
 		if strings.TrimSpace(b.Text) == "" {
 			return
 		}
 		if p.md {
-			p.printf("*Thinking:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(fold(b.Text, p.fold)), "\n", " "))
+			p.printf("*Thinking:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(Redact(fold(b.Text, p.fold))), "\n", " "))
 		} else {
-			p.printf("(thinking) %s\n\n", strings.TrimSpace(fold(b.Text, p.fold)))
+			p.printf("(thinking) %s\n\n", strings.TrimSpace(Redact(fold(b.Text, p.fold))))
 		}
 	case "tool_use", "server_tool_use":
-		v := viewToolUse(b.Name, b.Input)
+		v := viewToolUse(b.Name, b.Input, p.fold)
 		if p.md {
 			p.printf("**%s**", b.Name)
 			if v.title != "" {
@@ -356,7 +364,7 @@ func (p *prose) block(b RBlock, compact bool) {
 			p.printf("-> %s %s\n", b.Name, v.title)
 		}
 		if v.body != "" {
-			p.code(fold(v.body, p.fold), v.lang)
+			p.code(v.body, v.lang)
 		}
 		p.printf("\n")
 	case "tool_result":
@@ -372,7 +380,7 @@ func (p *prose) block(b RBlock, compact bool) {
 		} else {
 			p.printf("<- %s\n", label)
 		}
-		body := strings.TrimRight(fold(b.Text, p.fold), "\n")
+		body := strings.TrimRight(Redact(fold(b.Text, p.fold)), "\n")
 		if body == "" {
 			body = "(empty)"
 		}
@@ -389,7 +397,7 @@ func (p *prose) beginSub(r *Record, depth int) error {
 	if r.AgentType != "" {
 		title += " " + r.AgentType
 	}
-	p.heading(depth, title, r.Description, r.AgentID)
+	p.heading(depth, title, Redact(r.Description), r.AgentID)
 	return p.err
 }
 

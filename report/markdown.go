@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -273,4 +274,40 @@ func shardList(shards []Shard) string {
 		return "shard " + parts[0]
 	}
 	return "shards " + strings.Join(parts, ", ")
+}
+
+// AppendSummary appends r's Markdown summary to the file at path, creating
+// it if needed, within GitHub's step summary limit: the summary is cut to the
+// room the file has left. It is how $GITHUB_STEP_SUMMARY is written, where
+// earlier writers in the same step may already have used some of the room.
+func AppendSummary(path string, r *Report) (err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("append summary: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("append summary %s: %w", path, cerr)
+		}
+	}()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("append summary: %w", err)
+	}
+	room := GitHubSummaryLimit - int(info.Size())
+	// Below this, not even the headline and totals fit.
+	const minRoom = 1 << 10
+	if room < minRoom {
+		return fmt.Errorf("append summary %s: it already holds %d bytes, too close to GitHub's %d byte limit", path, info.Size(), GitHubSummaryLimit)
+	}
+	if info.Size() > 0 {
+		room-- // the separating newline
+		if _, err := f.WriteString("\n"); err != nil {
+			return fmt.Errorf("append summary %s: %w", path, err)
+		}
+	}
+	if err := WriteMarkdown(f, r, MarkdownOptions{MaxBytes: room}); err != nil {
+		return fmt.Errorf("append summary %s: %w", path, err)
+	}
+	return nil
 }

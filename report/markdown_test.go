@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -112,5 +114,35 @@ func TestMarkdownTruncates(t *testing.T) {
 				t.Errorf("summary uses %d of %d bytes: truncation left too much unused", len(out), limit)
 			}
 		})
+	}
+}
+
+func TestAppendSummaryStaysUnderLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "step_summary.md")
+	earlier := strings.Repeat("x", GitHubSummaryLimit-10_000)
+	if err := os.WriteFile(path, []byte(earlier), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Schema: Schema, RunID: "big"}
+	for i := range 500 {
+		r.Jobs = append(r.Jobs, Job{Name: fmt.Sprintf("job-%d", i), Status: StatusFailed, Error: strings.Repeat("e", 500)})
+	}
+	r.Tally(false)
+	if err := AppendSummary(path, r); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > GitHubSummaryLimit || !strings.HasPrefix(string(data), earlier+"\n### ❌ pneuma run") {
+		t.Errorf("step summary is %d bytes (limit %d) or lost what was there", len(data), GitHubSummaryLimit)
+	}
+	if !strings.Contains(string(data), "This summary was cut") {
+		t.Error("no truncation note")
+	}
+	// A full file is an error, not a silent overflow.
+	if err := AppendSummary(path, r); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("appending to a full summary: %v", err)
 	}
 }

@@ -213,3 +213,28 @@ func TestValidateZeroTimes(t *testing.T) {
 	r.Tally(false)
 	validJSON(t, r)
 }
+
+// FuzzValidate feeds arbitrary documents to Validate: it must not panic, and
+// whatever it accepts must decode and encode back into a valid report.
+func FuzzValidate(f *testing.F) {
+	full, _ := Encode(mixedReport())
+	f.Add(full)
+	f.Add([]byte(`{"schema":"pneuma.report/v1"}`))
+	f.Add([]byte(`{"schema":"pneuma.report/v1","run_id":"","started_at":"2026-01-01T00:00:00Z","finished_at":"2026-01-01T00:00:00Z","status":"succeeded","totals":{"jobs":0,"succeeded":0,"failed":0,"skipped":0,"interrupted":0,"cost_usd":0,"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"num_turns":0,"duration_ms":0},"jobs":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if Validate(data) != nil {
+			return
+		}
+		r, err := Decode(data)
+		if err != nil {
+			t.Fatalf("Validate accepted what Decode refuses: %v", err)
+		}
+		again, err := Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(again); err != nil {
+			t.Fatalf("a valid report re-encoded is invalid: %v\n%s", err, again)
+		}
+	})
+}

@@ -211,7 +211,7 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		return a
 	}
 	p, err := claude.Start(ctx, claude.Config{
-		Binary:  r.plan.Binary,
+		Binary:  firstNonEmpty(job.Binary, r.plan.Binary),
 		Dir:     job.Dir,
 		Env:     env,
 		Options: opts,
@@ -284,8 +284,9 @@ type driver struct {
 	p       *claude.Process
 	prompts []string
 
-	sent      int // prompts sent
-	results   int // results received
+	sent      int  // prompts sent
+	results   int  // results received
+	final     bool // the result that ends the session has arrived
 	last      *claude.Result
 	costUsage *claude.Result // the result that carried the largest cost
 	maxCost   float64
@@ -404,7 +405,9 @@ func (d *driver) handle(ev claude.Event) bool {
 			}
 		}
 	case "result":
-		if ev.Result == nil {
+		if ev.Result == nil || d.final {
+			// After the final result, a stop may make the CLI write another
+			// (interrupted) one: the job's outcome is the first.
 			return false
 		}
 		d.results++
@@ -417,15 +420,13 @@ func (d *driver) handle(ev claude.Event) bool {
 			d.maxCost = ev.Result.TotalCostUSD
 			d.costUsage = ev.Result
 		}
-		if ev.Result.IsError || d.results >= len(d.prompts) {
-			return true
-		}
-		if d.sent < len(d.prompts) {
+		if !ev.Result.IsError && d.results < len(d.prompts) && d.sent < len(d.prompts) {
 			if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
 				d.sent++
 				return false
 			}
 		}
+		d.final = true
 		return true
 	}
 	return false

@@ -133,6 +133,8 @@ type Job struct {
 	Retries     int               `json:"retries,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
+	// Binary overrides the plan's CLI for this job (empty: the plan's).
+	Binary string `json:"claude,omitempty"`
 }
 
 // Args returns the CLI argv (without the binary) of the job's first attempt.

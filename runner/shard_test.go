@@ -42,7 +42,7 @@ func TestParseShard(t *testing.T) {
 			if err != nil || got != tt.want {
 				t.Errorf("ParseShard(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
 			}
-			if got.String() != strings.TrimLeft(tt.in, "0") && !strings.HasPrefix(tt.in, "0") {
+			if !strings.HasPrefix(tt.in, "0") && got.String() != tt.in {
 				t.Errorf("%v.String() = %q, want %q", got, got.String(), tt.in)
 			}
 			continue
@@ -269,4 +269,3 @@ func TestMergeOfShardsEqualsUnshardedRun(t *testing.T) {
 		}
 	}
 }
-

@@ -162,14 +162,29 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// String returns the kept text, trimmed, without the intermediate states of
+// progress lines (redrawn with '\r').
 func (t *tailBuffer) String() string {
 	b := t.buf
+	prefix := ""
 	if t.cut {
 		// Do not start in the middle of a UTF-8 sequence.
 		for len(b) > 0 && !utf8.RuneStart(b[0]) {
 			b = b[1:]
 		}
-		return "..." + strings.TrimSpace(string(b))
+		prefix = "..."
 	}
-	return strings.TrimSpace(string(b))
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
+			l = l[j+1:]
+		}
+		lines[i] = l
+	}
+	s := strings.TrimSpace(strings.Join(lines, "\n"))
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }

@@ -141,3 +141,21 @@ func TestValidBranch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsers feeds arbitrary bytes to the parsers of git output and of
+// user-given revisions: they must not panic.
+func FuzzParsers(f *testing.F) {
+	f.Add("M  a\x00R  new\x00old\x00?? x y\x00")
+	f.Add("1\t2\ta\x00-\t-\tbin\x000\t0\t\x00old\x00new\x00")
+	f.Add("worktree /r\nHEAD 1\nbranch refs/heads/main\n\nworktree /w\nbare\n")
+	f.Add("HEAD~2^2~")
+	f.Fuzz(func(t *testing.T, s string) {
+		parseStatus([]byte(s))
+		_, _ = parseNumstat([]byte(s))
+		parseList([]byte(s))
+		name, steps, ok := splitRevision(s)
+		if ok && len(name) > len(s) {
+			t.Fatalf("splitRevision(%q) = %q, %v", s, name, steps)
+		}
+	})
+}

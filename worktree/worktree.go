@@ -350,7 +350,7 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	}
 
 	for attempt := 0; ; attempt++ {
-		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "-b", o.Branch, "--", path, sha)
+		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "--quiet", "-b", o.Branch, "--", path, sha)
 		if err == nil {
 			return nil
 		}

@@ -653,6 +653,11 @@ func TestTailBuffer(t *testing.T) {
 	if got := tb.String(); got != "...wörld!" {
 		t.Errorf("tail = %q", got)
 	}
+	tb = &tailBuffer{max: 1024}
+	tb.Write([]byte("Updating files: 10% (1/10)\rUpdating files: 100% (10/10), done.\r\nfatal: boom\n"))
+	if got := tb.String(); got != "Updating files: 100% (10/10), done.\nfatal: boom" {
+		t.Errorf("tail = %q", got)
+	}
 	tb = &tailBuffer{max: 5}
 	tb.Write([]byte("xé"))
 	tb.Write([]byte("abcd")) // the cut falls inside é

@@ -1,6 +1,16 @@
 // Package claudetest finds the pinned Claude Code CLI and runs it hermetically
 // in tests: a scratch HOME, the fake API of package fakeapi as its backend, no
 // inherited environment, argv only, its own process group.
+//
+// A typical end-to-end test:
+//
+//	bin := claudetest.Binary(t) // skips (fails in CI) when the CLI is missing
+//	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Text("hi")))
+//	env := claudetest.NewEnv(t, api.URL, claudetest.WithMaxRetries(1))
+//	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+//	defer cancel()
+//	run := claudetest.RunCLI(t, ctx, bin, claudetest.GitRepo(t), env, "", claudetest.PrintArgs("Say hi.")...)
+//	// run.Result(), run.OfType("assistant"), claudetest.Transcripts(t, env), api.Requests()
 package claudetest
 
 import (

@@ -551,8 +551,9 @@ func TestBrokenStreamFallsBackToNonStreaming(t *testing.T) {
 	}
 }
 
-// TestParallelToolsAndEdit sends Read, Write and Bash as parallel calls in one
-// response, then an Edit of the file read, and checks what came back.
+// TestParallelToolsAndEdit sends a thinking block, text and Read, Write and
+// Bash as parallel calls in one response, then an Edit of the file read, and
+// checks what came back.
 func TestParallelToolsAndEdit(t *testing.T) {
 	b := newBed(t, nil, claudetest.WithMaxRetries(1))
 	readme, notes := filepath.Join(b.dir, "README.md"), filepath.Join(b.dir, "notes.txt")
@@ -561,7 +562,7 @@ func TestParallelToolsAndEdit(t *testing.T) {
 			fakeapi.Read(readme).WithID("toolu_fake_read"),
 			fakeapi.Write(notes, "note\n").WithID("toolu_fake_write"),
 			fakeapi.Bash("echo parallel-ok").WithID("toolu_fake_bash"),
-		).WithText("Three things at once."),
+		).WithText("Three things at once.").WithThinking("Read, write and run in parallel."),
 		fakeapi.ToolUse(fakeapi.Edit(readme, "# test repo", "# edited repo")),
 		fakeapi.Text("all done"),
 	))
@@ -599,7 +600,7 @@ func TestParallelToolsAndEdit(t *testing.T) {
 	for _, a := range run.OfType("assistant") {
 		ids[get(a, "message", "id")]++
 	}
-	if len(ids) != 3 || len(run.OfType("assistant")) != 6 || len(run.OfType("user")) != 4 {
+	if len(ids) != 3 || len(run.OfType("assistant")) != 7 || len(run.OfType("user")) != 4 {
 		t.Errorf("stdout: %d assistant lines over %d message ids, %d user lines", len(run.OfType("assistant")), len(ids), len(run.OfType("user")))
 	}
 	lines := mainTranscript(t, b.env, res["session_id"].(string))
@@ -608,6 +609,10 @@ func TestParallelToolsAndEdit(t *testing.T) {
 	}
 	if n := len(entries(lines, "assistant", "tool_use")); n != 4 {
 		t.Errorf("transcript has %d tool_use lines, want 4", n)
+	}
+	th := entries(lines, "assistant", "thinking")
+	if len(th) != 1 || blocksOf(th[0], "thinking")[0]["thinking"] != "Read, write and run in parallel." {
+		t.Errorf("transcript thinking lines: %v", th)
 	}
 }
 

@@ -453,3 +453,64 @@ func TestHandlers(t *testing.T) {
 		t.Error("builders share state")
 	}
 }
+
+func TestRawAndOverrides(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.New(t, fakeapi.Sequence(
+		fakeapi.Raw(200, "not json at all"),
+		fakeapi.Text("cut").WithModel("claude-sonnet-5").WithStopReason("max_tokens"),
+	))
+	resp := post(t, api.URL, true, hello)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "not json at all" || resp.Header.Get("request-id") == "" {
+		t.Errorf("raw: status %d, body %q", resp.StatusCode, body)
+	}
+	var m map[string]any
+	if err := json.NewDecoder(post(t, api.URL, false, hello).Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m["model"] != "claude-sonnet-5" || m["stop_reason"] != "max_tokens" {
+		t.Errorf("overrides: model %v, stop_reason %v", m["model"], m["stop_reason"])
+	}
+}
+
+func TestBreakAfterEveryEvent(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Text("x").BreakAfter(1000)))
+	evs, err := readSSE(t, post(t, api.URL, true, hello).Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || len(evs) == 0 || evs[len(evs)-1].name != "message_stop" {
+		t.Errorf("events %v, error %v: want all events, then an unterminated body", names(evs), err)
+	}
+}
+
+func TestThinking(t *testing.T) {
+	t.Parallel()
+	r := fakeapi.Text("answer").WithThinking("let me think")
+	api := fakeapi.New(t, fakeapi.Sequence(r, r))
+	evs, err := readSSE(t, post(t, api.URL, true, hello).Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var thinking, sig string
+	for _, e := range evs {
+		if e.name == "content_block_delta" && e.data["index"] == 0.0 {
+			d := e.data["delta"].(map[string]any)
+			switch d["type"] {
+			case "thinking_delta":
+				thinking += d["thinking"].(string)
+			case "signature_delta":
+				sig += d["signature"].(string)
+			}
+		}
+	}
+	if start := evs[2].data["content_block"].(map[string]any); start["type"] != "thinking" || thinking != "let me think" || sig == "" {
+		t.Errorf("thinking block: start %v, text %q, signature %q", start, thinking, sig)
+	}
+	var m struct{ Content []map[string]any }
+	if err := json.NewDecoder(post(t, api.URL, false, hello).Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 2 || m.Content[0]["type"] != "thinking" || m.Content[0]["thinking"] != "let me think" || m.Content[1]["text"] != "answer" {
+		t.Errorf("non-streaming content = %v", m.Content)
+	}
+}

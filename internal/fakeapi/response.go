@@ -64,6 +64,7 @@ func Agent(description, prompt string) Call {
 // method returns a modified copy, so a Response value can be reused.
 type Response struct {
 	status     int      // 0 means 200
+	thinking   *string  // a thinking block, first
 	text       []string // text blocks, before tool_use blocks
 	calls      []Call
 	usage      *Usage
@@ -109,6 +110,10 @@ func (r Response) WithText(s string) Response {
 	r.text = append(append([]string(nil), r.text...), s)
 	return r
 }
+
+// WithThinking returns the response with a thinking block (with a fake
+// signature) before all other blocks.
+func (r Response) WithThinking(s string) Response { r.thinking = &s; return r }
 
 // WithUsage returns the response with the token usage it reports.
 func (r Response) WithUsage(u Usage) Response { r.usage = &u; return r }

@@ -169,7 +169,7 @@ type responder struct {
 }
 
 // wait pauses for d, and reports false when the client left or the server is
-// closing.
+// closing; the caller then drops the connection.
 func (p *responder) wait(d time.Duration) bool {
 	if d <= 0 {
 		return true
@@ -202,6 +202,7 @@ func (p *responder) respond(req *Request, r Response) {
 	switch {
 	case r.raw != nil:
 		if !p.wait(r.delay) {
+			p.abort()
 			return
 		}
 		p.w.Header().Set("request-id", rid)
@@ -210,6 +211,7 @@ func (p *responder) respond(req *Request, r Response) {
 		io.WriteString(p.w, *r.raw)
 	case r.IsError():
 		if !p.wait(r.delay) {
+			p.abort()
 			return
 		}
 		writeError(p.w, r.statusCode(), r.errType, r.errMsg, rid)
@@ -217,6 +219,7 @@ func (p *responder) respond(req *Request, r Response) {
 		p.stream(req, r, rid)
 	default:
 		if !p.wait(r.delay) {
+			p.abort()
 			return
 		}
 		p.w.Header().Set("request-id", rid)
@@ -249,6 +252,7 @@ func (p *responder) stream(req *Request, r Response, rid string) {
 			return
 		}
 		if !p.wait(r.delay) {
+			p.abort()
 			return
 		}
 		data, err := json.Marshal(ev)
@@ -279,14 +283,18 @@ func usageJSON(u Usage, output int) map[string]any {
 
 // block is one content block of an answer, with its tool input already encoded.
 type block struct {
-	text  *string
-	id    string
-	name  string
-	input json.RawMessage
+	thinking *string
+	text     *string
+	id       string
+	name     string
+	input    json.RawMessage
 }
 
 func blocks(r Response) []block {
 	var out []block
+	if r.thinking != nil {
+		out = append(out, block{thinking: r.thinking})
+	}
 	for i := range r.text {
 		out = append(out, block{text: &r.text[i]})
 	}
@@ -323,9 +331,12 @@ func model(req *Request, r Response) string {
 func message(req *Request, r Response) map[string]any {
 	content := []any{}
 	for _, b := range blocks(r) {
-		if b.text != nil {
+		switch {
+		case b.thinking != nil:
+			content = append(content, map[string]any{"type": "thinking", "thinking": *b.thinking, "signature": signature})
+		case b.text != nil:
 			content = append(content, map[string]any{"type": "text", "text": *b.text})
-		} else {
+		default:
 			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
 		}
 	}
@@ -348,14 +359,24 @@ func events(req *Request, r Response) []map[string]any {
 		{"type": "ping"},
 	}
 	for i, b := range blocks(r) {
-		if b.text != nil {
+		switch {
+		case b.thinking != nil:
+			evs = append(evs, map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+			for _, piece := range split(*b.thinking, 3) {
+				evs = append(evs, map[string]any{"type": "content_block_delta", "index": i,
+					"delta": map[string]any{"type": "thinking_delta", "thinking": piece}})
+			}
+			evs = append(evs, map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "signature_delta", "signature": signature}})
+		case b.text != nil:
 			evs = append(evs, map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
 			for _, piece := range split(*b.text, 3) {
 				evs = append(evs, map[string]any{"type": "content_block_delta", "index": i,
 					"delta": map[string]any{"type": "text_delta", "text": piece}})
 			}
-		} else {
+		default:
 			evs = append(evs, map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": b.name, "input": map[string]any{}}})
 			for _, piece := range split(string(b.input), 3) {
@@ -399,6 +420,9 @@ func writeError(w http.ResponseWriter, status int, typ, msg, rid string) {
 	})
 }
 
+// signature is the opaque signature of fake thinking blocks.
+const signature = "fakeapi-signature"
+
 func requestID() string { return "req_fake_" + rand.Text() }
 
 // describe summarises a response for test logs.
@@ -412,6 +436,9 @@ func (r Response) describe() string {
 		return fmt.Sprintf("error %d %s", r.status, r.errType)
 	}
 	var parts []string
+	if r.thinking != nil {
+		parts = append(parts, "thinking")
+	}
 	if len(r.text) > 0 {
 		parts = append(parts, fmt.Sprintf("%d text", len(r.text)))
 	}

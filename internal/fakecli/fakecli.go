@@ -208,7 +208,10 @@ func RunIfRequested() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == grandchildArg {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
-		select {}
+		// Long enough to outlive any test that checks it is killed, short
+		// enough that a test killed by its own timeout leaves nothing behind.
+		time.Sleep(grandchildLifetime)
+		exit(0)
 	}
 	var s Scenario
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -254,7 +257,6 @@ func (f *fake) run(args []string) int {
 			}
 		}
 	}
-	f.record(args)
 	f.out = bufio.NewWriter(os.Stdout)
 
 	// Like the real CLI, SIGINT aborts the turn with an error result and
@@ -269,6 +271,10 @@ func (f *fake) run(args []string) int {
 		f.writeLine(ResultLine(f.session, ResultOpts{Subtype: "error_during_execution", IsError: true, NumTurns: 1}))
 		exit(0)
 	}()
+	go exitWhenOrphaned()
+	// Recorded once the signal handler is in place, so a test that saw the
+	// call knows SIGINT will be handled like the real CLI's.
+	f.record(args)
 
 	if code, exit := f.steps(f.s.Start); exit {
 		return code
@@ -533,6 +539,21 @@ func (f *fake) flush() {
 	f.outMu.Lock()
 	defer f.outMu.Unlock()
 	f.out.Flush()
+}
+
+// grandchildLifetime bounds a Grandchild step's process.
+const grandchildLifetime = 2 * time.Minute
+
+// exitWhenOrphaned ends the fake when the process that started it dies (a
+// test binary killed by -timeout), so no hung fake lingers on the machine.
+func exitWhenOrphaned() {
+	parent := os.Getppid()
+	for {
+		time.Sleep(250 * time.Millisecond)
+		if os.Getppid() != parent {
+			exit(3)
+		}
+	}
 }
 
 // exit ends the fake at once. It skips the runtime's exit hooks on purpose:

@@ -116,7 +116,7 @@ func ResultLine(sid string, o ResultOpts) string {
 			"input_tokens": o.Usage.Input, "cache_creation_input_tokens": o.Usage.CacheWrite,
 			"cache_read_input_tokens": o.Usage.CacheRead, "output_tokens": o.Usage.Output,
 			"server_tool_use": map[string]any{"web_search_requests": 0, "web_fetch_requests": 0},
-			"service_tier": "standard",
+			"service_tier":    "standard",
 		},
 		"modelUsage": map[string]any{o.Model: map[string]any{
 			"inputTokens": o.Usage.Input, "outputTokens": o.Usage.Output, "cacheReadInputTokens": o.Usage.CacheRead,

@@ -132,14 +132,14 @@ func (g *gen) text(n int) string {
 // size draws a content size: mostly small, sometimes large, rarely huge.
 func (g *gen) size() int {
 	switch x := g.r.IntN(1000); {
-	case x < 700:
+	case x < 800:
 		return 50 + g.r.IntN(1500)
-	case x < 950:
-		return 2000 + g.r.IntN(30000)
-	case x < 995:
-		return 50000 + g.r.IntN(400000)
+	case x < 985:
+		return 2000 + g.r.IntN(20000)
+	case x < 998:
+		return 50000 + g.r.IntN(250000)
 	default:
-		return 1<<20 + g.r.IntN(5<<20)
+		return 1<<20 + g.r.IntN(2<<20)
 	}
 }
 
@@ -324,7 +324,7 @@ func (g *gen) session(dir string) error {
 			g.emit(w, c, `{"parentUuid":"`+c.parent+`",`+c.common()+`,"attachment":{"type":"skill_listing","content":"`+g.text(3000)+`","skillCount":13},"type":"attachment","uuid":"`+u+`","timestamp":"`+c.ts()+`"}`)
 			c.parent = u
 		}
-		turns := 2 + g.r.IntN(25)
+		turns := 2 + g.r.IntN(10)
 		if g.forceTurns > 0 {
 			turns = g.forceTurns
 		}

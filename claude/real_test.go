@@ -1,0 +1,200 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+)
+
+// These tests drive the pinned real CLI (PNEUMA_TEST_CLAUDE) against the
+// fake Anthropic API on loopback.
+
+// startReal starts the real CLI in a fresh HOME, working in dir.
+func startReal(t *testing.T, api *fakeapi.Server, dir string, opts Options, onControl func(context.Context, *ControlRequest) ControlResponse) *Process {
+	t.Helper()
+	bin := realCLI(t)
+	checkNoLeaks(t)
+	env := []string{
+		"HOME=" + t.TempDir(),
+		"PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_API_KEY=sk-test",
+		"ANTHROPIC_BASE_URL=" + api.URL,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+	}
+	var stderr syncBuffer
+	p, err := Start(context.Background(), Config{Binary: bin, Dir: dir, Env: env, Options: opts, Stderr: &stderr, OnControl: onControl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Kill()
+		drainAll(p)
+		p.Wait()
+		if t.Failed() {
+			t.Logf("claude stderr:\n%s", stderr.String())
+		}
+	})
+	return p
+}
+
+func TestRealCLITurn(t *testing.T) {
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Text("Hello from the fake API.")))
+	const sid = "5d3f8a0e-9c1b-4e7a-8f2d-1a2b3c4d5e6f"
+	p := startReal(t, api, t.TempDir(), Options{SessionID: sid, MaxTurns: 3, Tools: []string{"Read", "Write"},
+		AllowedTools: []string{"Bash(git status:*)", "Read"}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	drained := make(chan []Event, 1)
+	resp, err := p.Initialize(ctx, InitializeRequest{})
+	if err != nil {
+		t.Fatalf("Initialize() error: %v", err)
+	}
+	var init struct {
+		Pid int `json:"pid"`
+	}
+	if json.Unmarshal(resp, &init) != nil || init.Pid == 0 {
+		t.Errorf("initialize response = %.200s", resp)
+	}
+	if err := p.SendUser("Say hello."); err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, p, TypeResult)
+	p.CloseInput()
+	go func() { drained <- drainAll(p) }()
+	st := wait(t, p)
+	<-drained
+
+	var gotInit *Init
+	for _, ev := range evs {
+		if ev.Type == TypeInvalid || ev.Type == TypeOversized {
+			t.Errorf("undecodable line: %v", ev.Err)
+		}
+		if ev.Init != nil {
+			gotInit = ev.Init
+		}
+	}
+	if gotInit == nil || gotInit.SessionID != sid || gotInit.Version != "2.1.197" {
+		t.Fatalf("init = %+v", gotInit)
+	}
+	if tools := slices.Sorted(slices.Values(gotInit.Tools)); !slices.Equal(tools, []string{"Read", "Write"}) {
+		t.Errorf("init tools = %q, want the --tools set", gotInit.Tools)
+	}
+	res := evs[len(evs)-1].Result
+	if res.IsError || res.Result != "Hello from the fake API." || res.SessionID != sid || res.TotalCostUSD <= 0 {
+		t.Errorf("result = %+v", res)
+	}
+	if st.Code != 0 || st.InvalidLines != 0 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+// pitfall 14 end to end: the CLI asks, pneuma allows with a rewritten input,
+// the CLI runs the rewritten call.
+func TestRealCLICanUseToolAllowRewrites(t *testing.T) {
+	cwd := t.TempDir()
+	api := fakeapi.New(t, fakeapi.Sequence(
+		fakeapi.ToolUse(fakeapi.Write(filepath.Join(cwd, "orig.txt"), "orig\n")),
+		fakeapi.Text("done"),
+	))
+	asked := make(chan *ControlRequest, 4)
+	p := startReal(t, api, cwd, Options{MaxTurns: 4, PermissionPromptStdio: true, PermissionMode: "default"},
+		func(_ context.Context, req *ControlRequest) ControlResponse {
+			asked <- req
+			if req.Subtype != ControlCanUseTool {
+				return ControlResponse{}
+			}
+			in, _ := json.Marshal(map[string]string{"file_path": filepath.Join(cwd, "changed.txt"), "content": "rewritten by pneuma\n"})
+			return Allow(in)
+		})
+	p.SendUser("Write the file.")
+	evs := until(t, p, TypeResult)
+	p.CloseInput()
+	go drainAll(p)
+	st := wait(t, p)
+
+	select {
+	case req := <-asked:
+		if req.ToolName != "Write" || !strings.Contains(string(req.Input), "orig.txt") {
+			t.Errorf("can_use_tool request = %+v", req)
+		}
+	default:
+		t.Fatal("no control request reached OnControl")
+	}
+	data, err := os.ReadFile(filepath.Join(cwd, "changed.txt"))
+	if err != nil || string(data) != "rewritten by pneuma\n" {
+		t.Errorf("changed.txt = %q, %v; the CLI did not run the updated input", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "orig.txt")); err == nil {
+		t.Error("orig.txt was written: the original input ran")
+	}
+	if res := evs[len(evs)-1].Result; res.IsError || len(res.PermissionDenials) != 0 || st.Code != 0 {
+		t.Errorf("result = %+v, status %+v", res, st)
+	}
+}
+
+// Stop on a turn waiting for an API that never answers: the interrupt and the
+// EOF after it end the CLI without any signal. Its exit code follows the last
+// result (error_during_execution), so it is 1, unlike after SIGINT.
+func TestRealCLIStopGracefully(t *testing.T) {
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Hang()))
+	p := startReal(t, api, t.TempDir(), Options{MaxTurns: 2}, nil)
+	p.SendUser("Take your time.")
+	until(t, p, TypeSystem)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := api.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan []Event, 1)
+	go func() { drained <- drainAll(p) }()
+	start := time.Now()
+	if err := p.Stop(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st := wait(t, p)
+	evs := <-drained
+	var res *Result
+	for _, ev := range evs {
+		if ev.Result != nil {
+			res = ev.Result
+		}
+	}
+	if res == nil || res.Subtype != "error_during_execution" || st.Signal != "" || st.Code != 1 {
+		t.Errorf("result %+v, status %+v after %v (events %s)", res, st, took, types(evs))
+	}
+	if took > 5*time.Second {
+		t.Errorf("Stop() needed %v: the interrupt did not end the process", took)
+	}
+}
+
+// --tools "" (Options.Tools non-nil and empty) offers the model no tools.
+func TestRealCLINoTools(t *testing.T) {
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Text("no tools")))
+	p := startReal(t, api, t.TempDir(), Options{Tools: []string{}, MaxTurns: 1}, nil)
+	p.SendUser("hi")
+	evs := until(t, p, TypeResult)
+	p.CloseInput()
+	go drainAll(p)
+	wait(t, p)
+	reqs := api.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d API requests, want 1", len(reqs))
+	}
+	if len(reqs[0].Tools) != 0 {
+		t.Errorf("tools offered = %q, want none", reqs[0].Tools)
+	}
+	if res := evs[len(evs)-1].Result; res.IsError {
+		t.Errorf("result = %+v", res)
+	}
+}

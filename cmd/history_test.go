@@ -1,0 +1,162 @@
+package cmd
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// historyTestdata is the hand-made projects tree of the history package.
+var historyTestdata, _ = filepath.Abs(filepath.Join("..", "history", "testdata"))
+
+func runHistory(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: func(k string) string { return env[k] }}
+	code = Execute(context.Background(), io, append([]string{"history"}, args...))
+	return out.String(), errOut.String(), code
+}
+
+func TestHistoryUsageJSON(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata, "HOME": "/nonexistent"}
+	out, errOut, code := runHistory(t, env, "usage", "--by", "session", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3: %s", len(rows), out)
+	}
+	for _, k := range []string{"session_id", "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "cost_usd", "api_calls"} {
+		if _, ok := rows[0][k]; !ok {
+			t.Errorf("row lacks %q: %v", k, rows[0])
+		}
+	}
+	// The fork is charged for its own call only.
+	for _, r := range rows {
+		if r["session_id"] == "bbbbbbbb-2222-4222-8222-222222222222" && r["api_calls"] != 1.0 {
+			t.Errorf("fork row %v", r)
+		}
+	}
+
+	out, _, code = runHistory(t, env, "usage", "--by", "day", "--utc", "--since", "2026-11-20", "--until", "2026-11-20", "--json")
+	if code != 0 || !strings.Contains(out, `"date": "2026-11-20"`) || strings.Contains(out, "2026-11-19") || strings.Contains(out, "2026-11-21") {
+		t.Errorf("by day with a one-day window: exit %d\n%s", code, out)
+	}
+
+	out, _, code = runHistory(t, env, "usage", "--by", "model")
+	if code != 0 || !strings.Contains(out, "claude-mystery-9") || !strings.Contains(out, "without a price") {
+		t.Errorf("table by model: exit %d\n%s", code, out)
+	}
+}
+
+func TestHistoryUsageErrors(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	tests := []struct {
+		args []string
+		code int
+	}{
+		{[]string{"usage", "--by", "week"}, ExitUsage},
+		{[]string{"usage", "--since", "yesterday-ish"}, ExitUsage},
+		{[]string{"show", "zzzz"}, ExitFailed},
+		{[]string{"show", ""}, ExitUsage}, // ambiguous: every session matches
+		{[]string{"show", "aaaa", "--format", "pdf"}, ExitUsage},
+		{[]string{"archive", "aaaa"}, ExitUsage}, // no destination
+		{[]string{"usage", "--prices", "/nonexistent/prices.json"}, ExitFailed},
+	}
+	for _, tt := range tests {
+		_, errOut, code := runHistory(t, env, tt.args...)
+		if code != tt.code {
+			t.Errorf("history %v: exit %d, want %d (%s)", tt.args, code, tt.code, errOut)
+		}
+	}
+}
+
+func TestHistoryList(t *testing.T) {
+	env := map[string]string{"HOME": "/nonexistent"}
+	out, errOut, code := runHistory(t, env, "list", "--config-dir", historyTestdata)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "SESSION") || !strings.Contains(out, "Please list the files.") {
+		t.Errorf("list:\n%s", out)
+	}
+	if strings.Contains(out, "sk-ant-api03") || strings.Contains(out, "AKIAIOSFODNN7EXAMPLE") {
+		t.Errorf("list shows a secret from a first prompt:\n%s", out)
+	}
+	out, _, code = runHistory(t, env, "list", "--config-dir", historyTestdata, "--project", "/srv/other", "--json")
+	var sessions []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &sessions) != nil || len(sessions) != 1 || sessions[0]["session_id"] != "cccccccc-3333-4333-8333-333333333333" {
+		t.Errorf("list --project: exit %d\n%s", code, out)
+	}
+	if flags, _ := sessions[0]["flags"].([]any); !slices.Contains(flags, any("compacted")) {
+		t.Errorf("compacted session not flagged: %v", sessions[0])
+	}
+}
+
+func TestHistoryShowToFile(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	dst := filepath.Join(t.TempDir(), "s.html")
+	_, errOut, code := runHistory(t, env, "show", "aaaa", "--format", "html", "-o", dst)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(dst)
+	if err != nil || !bytes.HasPrefix(data, []byte("<!DOCTYPE html>")) || !bytes.Contains(data, []byte("<details class=\"sub\">")) {
+		t.Errorf("html export: %v\n%.300s", err, data)
+	}
+}
+
+func TestHistoryArchiveTarGz(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	dst := filepath.Join(t.TempDir(), "out", "sessions.tar.gz")
+	_, errOut, code := runHistory(t, env, "archive", "aaaa", "bbbb", "-o", dst)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+	want := []string{
+		"projects/-home-me-proj/aaaaaaaa-1111-4111-8111-111111111111.jsonl",
+		"projects/-home-me-proj/aaaaaaaa-1111-4111-8111-111111111111/subagents/agent-aab48416e4424e297.jsonl",
+		"projects/-home-me-proj/aaaaaaaa-1111-4111-8111-111111111111/subagents/agent-aab48416e4424e297.meta.json",
+		"projects/-home-me-proj/aaaaaaaa-1111-4111-8111-111111111111/tool-results/toolu_1.txt",
+		"projects/-home-me-proj/bbbbbbbb-2222-4222-8222-222222222222.jsonl",
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
+		t.Errorf("archive holds\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,302 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/wire"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+func TestMain(m *testing.M) {
+	fakecli.RunIfRequested()
+	os.Exit(m.Run())
+}
+
+// Faults the real CLI will not produce on demand, played by the fake CLI.
+// Each must end in bounded time with the right status and reason, keep the
+// job's work committed on its branch, and leave no process behind.
+
+const sid = fakecli.DefaultSessionID
+
+func okResult(cost float64) fakecli.Step {
+	return fakecli.Step{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{Text: "done", NumTurns: 1, CostUSD: cost, Usage: fakecli.Usage{Input: 10, Output: 5}})}
+}
+
+func initStep() fakecli.Step { return fakecli.Step{Line: fakecli.InitLine("{{session}}")} }
+
+type fault struct {
+	name     string
+	scenario fakecli.Scenario
+	job      string // extra job fields (YAML, indented 4)
+	// touch writes a file in the worktree while the job runs, as an agent would.
+	touch      bool
+	wantStatus string
+	wantReason string
+	maxTime    time.Duration
+	check      func(t *testing.T, res report.Job, bin string)
+}
+
+func TestFaults(t *testing.T) {
+	faults := []fault{
+		{
+			name: "crash mid-line",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), {Raw: `{"type":"assistant","message":{"id":"msg_x","content":[{"type":"te`}, fakecli.Exit(1),
+			}}}},
+			wantStatus: report.StatusFailed, wantReason: report.ReasonNoResult, maxTime: 10 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if !strings.Contains(res.Error, "exit code 1") {
+					t.Errorf("error %q does not give the exit code", res.Error)
+				}
+				data, _ := os.ReadFile(res.Stream)
+				if !strings.HasSuffix(string(data), `"type":"te`) {
+					t.Errorf("stream.jsonl lost the torn line: %q", tail(string(data), 80))
+				}
+			},
+		},
+		{
+			name: "non-JSON output then a result",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), {Line: "Warning: something odd"}, {Line: "{not json"}, okResult(0.02),
+			}}}},
+			wantStatus: report.StatusSucceeded, maxTime: 10 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if res.CostUSD != 0.02 {
+					t.Errorf("cost %v, want 0.02", res.CostUSD)
+				}
+			},
+		},
+		{
+			name: "20 MB line",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), {BigLine: 20 << 20}, okResult(0.03),
+			}}}},
+			wantStatus: report.StatusSucceeded, maxTime: 20 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				st, err := os.Stat(res.Stream)
+				if err != nil || st.Size() < 20<<20 {
+					t.Errorf("stream.jsonl should hold the 20 MB line verbatim: %v %v", st, err)
+				}
+			},
+		},
+		{
+			name:       "hang before output hits the timeout",
+			scenario:   fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{{Hang: true}}}}},
+			job:        "    timeout: 2s\n",
+			touch:      true,
+			wantStatus: report.StatusFailed, wantReason: report.ReasonTimeout, maxTime: 15 * time.Second,
+		},
+		{
+			name:       "silence hits the idle timeout",
+			scenario:   fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{initStep(), {Hang: true}}}}},
+			job:        "    idle_timeout: 1s\n",
+			touch:      true,
+			wantStatus: report.StatusFailed, wantReason: report.ReasonIdleTimeout, maxTime: 15 * time.Second,
+		},
+		{
+			name: "api retries count as life",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(),
+				{Line: fakecli.APIRetryLine("{{session}}", 1, 10, 700, 500, "server_error")}, {SleepMS: 700},
+				{Line: fakecli.APIRetryLine("{{session}}", 2, 10, 700, 500, "server_error")}, {SleepMS: 700},
+				{Line: fakecli.APIRetryLine("{{session}}", 3, 10, 700, 500, "server_error")}, {SleepMS: 700},
+				okResult(0.01),
+			}}}},
+			job:        "    idle_timeout: 1500ms\n",
+			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
+		},
+		{
+			name: "hang after result",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), okResult(0.04), {Hang: true},
+			}}}},
+			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if res.CostUSD != 0.04 || res.Result != "done" {
+					t.Errorf("the result was not kept: cost %v result %q", res.CostUSD, res.Result)
+				}
+			},
+		},
+		{
+			name: "ignored SIGINT and SIGTERM",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				{IgnoreSignals: []string{"SIGINT", "SIGTERM"}}, initStep(), {Hang: true},
+			}}}},
+			job:        "    timeout: 1s\n",
+			wantStatus: report.StatusFailed, wantReason: report.ReasonTimeout, maxTime: 15 * time.Second,
+		},
+		{
+			name: "grandchild holds stdout open",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), {Grandchild: true}, okResult(0.05), fakecli.Exit(0),
+			}}}},
+			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
+		},
+		{
+			name: "error result from an API error",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(), {Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{IsError: true, APIErrorStatus: ptr(529), Text: "API Error: Repeated 529 Overloaded errors", CostUSD: 0})}, fakecli.Exit(1),
+			}}}},
+			wantStatus: report.StatusFailed, wantReason: report.ReasonAPIError, maxTime: 10 * time.Second,
+		},
+		{
+			name: "usage error on stderr, no result",
+			scenario: fakecli.Scenario{Start: []fakecli.Step{
+				{Stderr: "Error: When using --print, --output-format=stream-json requires --verbose\n"}, fakecli.Exit(1),
+			}},
+			wantStatus: report.StatusFailed, wantReason: report.ReasonNoResult, maxTime: 10 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if !strings.Contains(res.Error, "requires --verbose") {
+					t.Errorf("error %q does not carry the CLI's stderr", res.Error)
+				}
+			},
+		},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			runFault(t, f)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func runFault(t *testing.T, f fault) {
+	bin := fakecli.Install(t, f.scenario)
+	repo := claudetest.GitRepo(t)
+	jobs := "version: 1\njobs:\n  - name: victim\n    prompt: do the thing\n" + f.job + "  - name: bystander\n    prompt: do the other thing\n"
+	p := planFor(t, repo, jobs, bin)
+	// The bystander plays a well-behaved CLI.
+	p.Jobs[1].Binary = fakecli.Install(t, fakecli.Scenario{})
+	if f.touch {
+		go touchWhenReady(t, p.Jobs[0].Dir, "agent-work.txt")
+	}
+	start := time.Now()
+	rep := runPlan(t, p, 30*time.Second)
+	took := time.Since(start)
+	if took > f.maxTime {
+		t.Errorf("run took %s, want at most %s", took, f.maxTime)
+	}
+	t.Logf("%s: %s/%s in %s", f.name, rep.Jobs[0].Status, rep.Jobs[0].Reason, took.Round(time.Millisecond))
+	res := rep.Jobs[0]
+	if res.Status != f.wantStatus || res.Reason != f.wantReason {
+		t.Errorf("victim: %s/%s (%s), want %s/%s", res.Status, res.Reason, res.Error, f.wantStatus, f.wantReason)
+	}
+	if by := rep.Jobs[1]; by.Status == report.StatusSkipped || by.Name != "bystander" {
+		t.Errorf("bystander: %+v", by)
+	}
+	if f.touch {
+		got := claudetest.Git(t, repo, "show", p.Jobs[0].Branch+":agent-work.txt")
+		if strings.TrimSpace(got) != "work in progress" {
+			t.Errorf("the job's work was not committed on its branch: %q", got)
+		}
+		if res.Worktree == "" {
+			t.Errorf("failed job's worktree was removed")
+		}
+	}
+	assertNoProcesses(t, bin)
+	if f.check != nil {
+		f.check(t, res, bin)
+	}
+}
+
+func planFor(t *testing.T, repo, jobs, bin string) *runner.Plan {
+	t.Helper()
+	path := filepath.Join(repo, "jobs.yaml")
+	if err := os.WriteFile(path, []byte(jobs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := runner.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.BuildPlan(context.Background(), file, wire.NewWorkspace(), runner.PlanOptions{RunID: "faults", Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	rep, err := runner.Run(ctx, p, runner.Options{
+		Workspace:    wire.NewWorkspace(),
+		Estimator:    wire.NewTranscripts(),
+		StopGrace:    300 * time.Millisecond,
+		ResultGrace:  500 * time.Millisecond,
+		RetryBackoff: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("run did not end within %s", limit)
+	}
+	return rep
+}
+
+// touchWhenReady writes a file into dir once the worktree exists.
+func touchWhenReady(t *testing.T, dir, name string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, name), []byte("work in progress\n"), 0o644)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// assertNoProcesses checks that every process the fake CLI recorded (itself
+// and its grandchildren) is gone.
+func assertNoProcesses(t *testing.T, bin string) {
+	t.Helper()
+	for _, c := range fakecli.Calls(t, bin) {
+		for _, pid := range append([]int{c.Pid}, c.Grandchildren...) {
+			if alive(pid) {
+				t.Errorf("process %d outlived its job", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// The state follows the ")" that ends the command name.
+		s := string(data)
+		if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
