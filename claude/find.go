@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"time"
 )
@@ -16,11 +17,18 @@ var ErrNotFound = errors.New("claude code cli not found")
 
 const installHint = "install it with `npm i -g @anthropic-ai/claude-code` or pass its path explicitly"
 
-// Find returns the CLI binary to run: explicit when set (it must exist and be
-// executable), otherwise "claude" looked up with lookPath (exec.LookPath when
-// nil). Failures wrap ErrNotFound.
+// Find returns the absolute path of the CLI binary to run: explicit when set
+// (it must exist and be executable), otherwise "claude" looked up with
+// lookPath (exec.LookPath when nil). The path is absolute because os/exec
+// resolves a relative one against the child's Dir (the job's worktree).
+// Failures wrap ErrNotFound.
 func Find(explicit string, lookPath func(string) (string, error)) (string, error) {
 	if explicit != "" {
+		abs, err := filepath.Abs(explicit)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: %w", ErrNotFound, explicit, err)
+		}
+		explicit = abs
 		fi, err := os.Stat(explicit)
 		switch {
 		case err != nil:
@@ -38,6 +46,9 @@ func Find(explicit string, lookPath func(string) (string, error)) (string, error
 	path, err := lookPath("claude")
 	if err != nil {
 		return "", fmt.Errorf("%w on PATH (%w); %s", ErrNotFound, err, installHint)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	return path, nil
 }

@@ -32,12 +32,14 @@ func TestFind(t *testing.T) {
 		wantErr  string
 	}{
 		{"explicit", exe, missing, exe, ""},
+		{"explicit relative becomes absolute", "claude", missing, exe, ""},
 		{"explicit missing", filepath.Join(dir, "nope"), found, "", "no such file"},
 		{"explicit not executable", plain, found, "", "not executable"},
 		{"explicit directory", dir, found, "", "is a directory"},
 		{"path", "", found, "/usr/bin/claude", ""},
 		{"not on path", "", missing, "", "npm i -g @anthropic-ai/claude-code"},
 	}
+	t.Chdir(dir)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Find(tt.explicit, tt.look)

@@ -8,9 +8,6 @@ import (
 	"github.com/pneuma-cli/pneuma/report"
 )
 
-// gitHubSummaryLimit is GitHub's limit for one step summary.
-const gitHubSummaryLimit = 1 << 20
-
 // writeOutputs writes the CI outputs a run asked for: a copy of report.json,
 // JUnit XML, a Markdown summary (and $GITHUB_STEP_SUMMARY), and GitHub
 // annotations for failed jobs. It tries every output and returns all errors.
@@ -34,7 +31,7 @@ func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
 		}
 	}
 	if path := io.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
-		if err := appendStepSummary(path, r); err != nil {
+		if err := report.AppendSummary(path, r); err != nil {
 			errs = append(errs, fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err))
 		}
 	}
@@ -42,18 +39,6 @@ func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
 		_ = report.GitHubAnnotations(io.ErrOut, r)
 	}
 	return errors.Join(errs...)
-}
-
-func appendStepSummary(path string, r *report.Report) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	werr := report.WriteMarkdown(f, r, report.MarkdownOptions{MaxBytes: gitHubSummaryLimit})
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
 }
 
 func writeFile(path string, write func(*os.File) error) error {

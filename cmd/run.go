@@ -120,6 +120,9 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, error) {
 	keys := map[string]string{}
 	c.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == "help" {
+			return
+		}
 		key := strings.ReplaceAll(fl.Name, "-", "_")
 		keys[key] = fl.Name
 		_ = v.BindPFlag(key, fl)
@@ -178,7 +181,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 
 	bin, binErr := claude.Find(o.Claude, exec.LookPath)
 	if binErr != nil && !o.DryRun {
-		return &ExitError{Code: ExitEnvironment, Err: binErr}
+		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("%w\ninstall the Claude Code CLI with `npm install -g @anthropic-ai/claude-code`, or point --claude (or PNEUMA_CLAUDE) at it", binErr)}
 	}
 	if binErr != nil {
 		bin = "claude"
@@ -214,8 +217,8 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	if o.DryRun {
 		return printPlan(io, plan)
 	}
-	if _, err := claude.Version(ctx, bin); err != nil {
-		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("%s: %w", bin, err)}
+	if err := checkCLI(ctx, bin); err != nil {
+		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
 
 	github := io.Getenv("GITHUB_ACTIONS") == "true"
@@ -388,4 +391,63 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// MinCLIVersion is the oldest Claude Code CLI pneuma drives: it needs
+// stream-json input with the control protocol. pneuma is tested against
+// 2.1.197 (reference/claude-cli.md).
+const MinCLIVersion = "2.0.0"
+
+// checkCLI makes sure bin is a Claude Code CLI recent enough for pneuma.
+func checkCLI(ctx context.Context, bin string) error {
+	v, err := claude.Version(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("%s is not the Claude Code CLI: %w", bin, err)
+	}
+	if compareVersions(v, MinCLIVersion) < 0 {
+		return fmt.Errorf("claude %s is too old: pneuma needs Claude Code %s or later for stream-json input (update with `npm install -g @anthropic-ai/claude-code`)", v, MinCLIVersion)
+	}
+	return nil
+}
+
+// compareVersions compares dotted numeric versions ("2.1.197"); anything
+// after the numbers (a "-beta" suffix) is ignored.
+func compareVersions(a, b string) int {
+	pa, pb := versionParts(a), versionParts(b)
+	for i := range max(len(pa), len(pb)) {
+		var x, y int
+		if i < len(pa) {
+			x = pa[i]
+		}
+		if i < len(pb) {
+			y = pb[i]
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func versionParts(v string) []int {
+	var parts []int
+	for _, f := range strings.Split(v, ".") {
+		n := 0
+		digits := 0
+		for _, r := range f {
+			if r < '0' || r > '9' {
+				break
+			}
+			n = n*10 + int(r-'0')
+			digits++
+		}
+		parts = append(parts, n)
+		if digits < len(f) {
+			break
+		}
+	}
+	return parts
 }

@@ -115,8 +115,8 @@ var scenarios = []scenario{
 				return fakeapi.Text("The subagent reported back.")
 			}
 			sub := fakeapi.Turns(
-				fakeapi.ToolUse(fakeapi.Bash("echo from-subagent")).WithModel("claude-haiku-4-5").WithUsage(fakeapi.Usage{Input: 400, Output: 30}),
-				fakeapi.Text("subagent report").WithModel("claude-haiku-4-5").WithUsage(fakeapi.Usage{Input: 500, Output: 10}),
+				fakeapi.ToolUse(fakeapi.Bash("echo from-subagent")).WithUsage(fakeapi.Usage{Input: 400, Output: 30}),
+				fakeapi.Text("subagent report").WithUsage(fakeapi.Usage{Input: 500, Output: 10}),
 			)
 			return fakeapi.Route(main, sub)
 		},

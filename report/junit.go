@@ -57,10 +57,12 @@ type (
 	junitFailure struct {
 		Message string `xml:"message,attr"`
 		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
+		Text    string `xml:",cdata"`
 	}
+	// CDATA keeps multi-line output readable in the raw file; encoding/xml
+	// splits a "]]>" in the text across two sections.
 	junitText struct {
-		Text string `xml:",chardata"`
+		Text string `xml:",cdata"`
 	}
 )
 

@@ -116,7 +116,9 @@ type Plan struct {
 
 // Job is one planned job with defaults applied and every path resolved.
 type Job struct {
-	Name        string            `json:"name"`
+	Name string `json:"name"`
+	// Position is the job's index in the jobs file, before --only and --shard.
+	Position    int               `json:"position"`
 	Slug        string            `json:"slug"`
 	Prompts     []string          `json:"prompts"`
 	Repo        string            `json:"repo"`
@@ -230,7 +232,7 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 	defaultRepo, defaultRepoErr = root(fileDir)
 
 	slugs := map[string]string{}
-	for _, spec := range f.Jobs {
+	for position, spec := range f.Jobs {
 		if len(only) > 0 && !only[spec.Name] {
 			continue
 		}
@@ -239,6 +241,7 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 		}
 		j := &Job{
 			Name:        spec.Name,
+			Position:    position,
 			Slug:        ws.SanitizeName(spec.Name),
 			Base:        spec.Base,
 			UseWorktree: spec.Worktree == nil || *spec.Worktree,
@@ -338,17 +341,20 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 	if len(envErrs) > 0 {
 		return nil, &EnvError{errors.Join(envErrs...)}
 	}
-	if len(p.Jobs) == 0 {
-		return nil, &ConfigError{errors.New("no jobs to run after --only and --shard")}
+	if len(p.Jobs) == 0 && p.Shard == nil {
+		return nil, &ConfigError{errors.New("no jobs to run after --only")}
 	}
+	// A hash split can leave a shard empty: that is a run with nothing to do.
 
 	// The run directory lives in the repository holding the jobs file, or in
 	// the first job's repository when the file is outside any repository.
 	p.OutputDir = o.OutputDir
 	if p.OutputDir == "" {
 		base := defaultRepo
-		if defaultRepoErr != nil {
+		if defaultRepoErr != nil && len(p.Jobs) > 0 {
 			base = p.Jobs[0].Repo
+		} else if defaultRepoErr != nil {
+			return nil, &EnvError{fmt.Errorf("the jobs file is not inside a git repository; set --output-dir: %w", defaultRepoErr)}
 		}
 		p.OutputDir = filepath.Join(base, ".pneuma")
 	}

@@ -271,6 +271,7 @@ func (r *run) skipped(job *Job, reason string) report.Job {
 func (r *run) baseResult(job *Job) report.Job {
 	return report.Job{
 		Name:              job.Name,
+		Position:          job.Position,
 		Repo:              job.Repo,
 		Base:              job.Base,
 		Branch:            job.Branch,

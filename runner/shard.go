@@ -97,7 +97,8 @@ var shardSources = []shardSource{
 // completions). ok is false when none is set. Malformed values, a
 // JOB_COMPLETION_INDEX without PNEUMA_SHARD_TOTAL (or the reverse) and engines
 // that disagree are errors. An explicit --shard takes precedence; the caller
-// need not call DetectShard then.
+// need not call DetectShard then. GitLab also sets CI_NODE_INDEX for
+// `parallel: matrix:` jobs, which then shard too: --shard 1/1 turns that off.
 func DetectShard(getenv func(string) string) (s Shard, ok bool, err error) {
 	var found *shardSource
 	for i := range shardSources {
@@ -111,7 +112,7 @@ func DetectShard(getenv func(string) string) (s Shard, ok bool, err error) {
 		}
 		if total == "" {
 			if src.needsTotal {
-				return Shard{}, false, fmt.Errorf("%s is set (%s) but %s is not: set it to the Job's completions", src.indexVar, src.name, src.totalVar)
+				return Shard{}, false, fmt.Errorf("%s is set (%s) but %s is not: set it to the Job's completions, or pass --shard 1/1 to run every job", src.indexVar, src.name, src.totalVar)
 			}
 			return Shard{}, false, fmt.Errorf("%s is set but %s is not (%s)", src.indexVar, src.totalVar, src.name)
 		}

@@ -31,9 +31,30 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	msg := "git " + subcommand(e.Args) + ": " + e.Err.Error()
 	if e.Stderr != "" {
-		msg += ": " + strings.Join(strings.Fields(strings.ReplaceAll(e.Stderr, "\n", " ; ")), " ")
+		msg += ": " + oneLine(e.Stderr)
 	}
 	return msg
+}
+
+// oneLine joins git's message lines: a line that starts a new message
+// ("fatal: ", "hint: ", ...) after "; ", a wrapped continuation after " ".
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if k, _, ok := strings.Cut(l, ": "); ok && !strings.Contains(k, " ") {
+				b.WriteString("; ")
+			} else {
+				b.WriteString(" ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }

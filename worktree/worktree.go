@@ -291,8 +291,9 @@ type CreateOptions struct {
 }
 
 // lockRetries bounds how often Create retries when another git process holds
-// a lock in the repository (a user's git, another pneuma).
-const lockRetries = 6
+// a lock in the repository (a user's git, another pneuma): about 6s of
+// backoff in all.
+const lockRetries = 8
 
 // Create runs `git worktree add -b Branch Path <Base resolved to a sha>`.
 // An existing branch or non-empty Path gives an *ExistsError, a Base that

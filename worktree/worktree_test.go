@@ -319,6 +319,25 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
+// TestCreateLockContention holds the branch's ref lock as another git
+// would; Create must wait it out, not fail.
+func TestCreateLockContention(t *testing.T) {
+	t.Parallel()
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	lock := filepath.Join(repo, ".git", "refs", "heads", "busy.lock")
+	writeFile(t, filepath.Dir(lock), "busy.lock", "")
+	timer := time.AfterFunc(300*time.Millisecond, func() { os.Remove(lock) })
+	defer timer.Stop()
+	path := filepath.Join(t.TempDir(), "w")
+	if err := m.Create(testCtx(t), CreateOptions{Repo: repo, Path: path, Branch: "busy"}); err != nil {
+		t.Fatalf("Create while a ref lock was held briefly: %v", err)
+	}
+	if !isDir(path) || !m.refExists(testCtx(t), repo, "refs/heads/busy") {
+		t.Error("worktree or branch missing")
+	}
+}
+
 func TestCreateCancelled(t *testing.T) {
 	t.Parallel()
 	m := testManager(t, identityConfig)
@@ -439,11 +458,14 @@ func TestCommitAll(t *testing.T) {
 			// Hooks must not run: one would reject the commit, one would mark it.
 			hooks := filepath.Join(repo, ".git", "hooks")
 			writeFile(t, hooks, "pre-commit", "#!/bin/sh\nexit 1\n")
-			writeFile(t, hooks, "post-commit", "#!/bin/sh\ntouch \"$GIT_DIR/../post-commit-ran\"\n")
+			writeFile(t, hooks, "post-commit", "#!/bin/sh\ntouch post-commit-ran\n")
 			for _, h := range []string{"pre-commit", "post-commit"} {
 				if err := os.Chmod(filepath.Join(hooks, h), 0o755); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if _, err := m.output(ctx, "-C", repo, "-c", "user.name=c", "-c", "user.email=c@c", "commit", "--allow-empty", "-m", "control"); err == nil {
+				t.Fatal("control: a plain git commit passed the failing pre-commit hook")
 			}
 
 			writeFile(t, repo, "added.txt", "new\n")
@@ -646,6 +668,19 @@ func TestParseList(t *testing.T) {
 	}
 }
 
+func TestCommandError(t *testing.T) {
+	e := &CommandError{
+		Args:   []string{"-C", "/r", "-c", "a=b", "worktree", "add", "--quiet", "-b", "x", "--", "/p", "abc"},
+		Stderr: "fatal: cannot lock ref 'refs/heads/x': File exists.\n\nAnother git process seems to be\nrunning in this repository.\nhint: wait",
+		Err:    errors.New("exit status 128"),
+	}
+	want := "git worktree add: exit status 128: fatal: cannot lock ref 'refs/heads/x': File exists. " +
+		"Another git process seems to be running in this repository.; hint: wait"
+	if got := e.Error(); got != want {
+		t.Errorf("Error() =\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestTailBuffer(t *testing.T) {
 	tb := &tailBuffer{max: 8}
 	tb.Write([]byte("hello "))
@@ -668,5 +703,23 @@ func TestTailBuffer(t *testing.T) {
 	tb.Write([]byte("0123456789"))
 	if got := tb.String(); got != "...6789" {
 		t.Errorf("tail = %q", got)
+	}
+}
+
+// TestRepoEnvIgnored runs with GIT_DIR and GIT_WORK_TREE exported, as in a
+// git hook: commands must still act on the directory they are given.
+func TestRepoEnvIgnored(t *testing.T) {
+	m := testManager(t, identityConfig)
+	repo, other := newRepo(t, m), newRepo(t, m)
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	t.Setenv("GIT_WORK_TREE", other)
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(other, ".git", "index"))
+	ctx := testCtx(t)
+	if got, err := m.Root(ctx, filepath.Join(repo, "src")); err != nil || got != repo {
+		t.Errorf("Root = %q, %v; want %q", got, err, repo)
+	}
+	writeFile(t, repo, "x.txt", "x")
+	if files, err := m.Status(ctx, repo); err != nil || !slices.Equal(files, []string{"x.txt"}) {
+		t.Errorf("Status = %q, %v", files, err)
 	}
 }

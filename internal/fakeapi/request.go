@@ -260,3 +260,16 @@ func blocksText(raw json.RawMessage) (string, error) {
 	}
 	return strings.Join(parts, "\n"), nil
 }
+
+// WorkingDir returns the directory the CLI runs in, as it states it in its
+// default system prompt ("Primary working directory: /path"), or "" when the
+// system prompt does not say (for instance under --system-prompt).
+func (r *Request) WorkingDir() string {
+	const marker = "Primary working directory: "
+	i := strings.Index(r.System, marker)
+	if i < 0 {
+		return ""
+	}
+	dir, _, _ := strings.Cut(r.System[i+len(marker):], "\n")
+	return strings.TrimSpace(dir)
+}

@@ -1,4 +1,5 @@
-// Package fakeapi is a scriptable fake of the Anthropic Messages API for tests.
+// Package fakeapi is a scriptable fake of the Anthropic Messages API for
+// tests, the offline demo and benchmarks.
 //
 // A Server listens on a loopback port and answers POST /v1/messages the way
 // the real API does, streaming (SSE) or not, with whatever a test's Handler
@@ -15,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,40 +29,91 @@ import (
 // goroutines at once (a subagent and the main thread, parallel retries).
 type Handler func(r *Request) Response
 
-// Server is a running fake API. New starts it; the test's cleanup stops it.
+// Server is a running fake API. New starts one for a test, Start for a
+// program (the demo, benchmarks); Close stops it.
 type Server struct {
 	URL string // base URL, http://127.0.0.1:PORT; use it as ANTHROPIC_BASE_URL
 
-	t    testing.TB
-	srv  *httptest.Server
-	done chan struct{} // closed at cleanup: releases hung and delayed requests
+	logf   func(format string, args ...any) // request log
+	errorf func(format string, args ...any) // protocol errors and handler panics
+	record bool
+	srv    *httptest.Server
+	done   chan struct{} // closed by Close: releases hung and delayed requests
+	once   sync.Once
 
 	mu        sync.Mutex
 	handler   Handler
+	n         int // requests received
 	reqs      []Request
 	unhandled []string
 	arrived   chan struct{} // closed and replaced whenever a request is recorded
 }
 
+// Options configures Start.
+type Options struct {
+	// Addr is the TCP address to listen on; empty means 127.0.0.1 on a free
+	// port.
+	Addr string
+	// Logf receives one line per request and every handler panic or
+	// undecodable request; nil discards them.
+	Logf func(format string, args ...any)
+	// NoRecord stops the server from keeping requests, so that a long-lived
+	// server's memory stays flat; Requests and WaitRequests then see none.
+	NoRecord bool
+}
+
 // New starts a fake API answering with h (nil answers Text("done") to
 // everything). It is closed by t.Cleanup, which first releases requests held
-// by Hang or WithDelay.
+// by Hang or WithDelay. Undecodable requests and handler panics fail the test.
 func New(t testing.TB, h Handler) *Server {
 	t.Helper()
-	if h == nil {
-		h = Sequence()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("fakeapi: listen: %v", err)
 	}
-	s := &Server{t: t, handler: h, done: make(chan struct{}), arrived: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	s.URL = s.srv.URL
-	t.Cleanup(s.close)
+	s := start(ln, h, t.Logf, t.Errorf, true)
+	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *Server) close() {
-	close(s.done)
-	s.srv.CloseClientConnections()
-	s.srv.Close()
+// Start starts a fake API answering with h (nil answers Text("done") to
+// everything) outside of tests. The caller must Close it.
+func Start(h Handler, o Options) (*Server, error) {
+	addr := o.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakeapi: listen on %s: %w", addr, err)
+	}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return start(ln, h, logf, logf, !o.NoRecord), nil
+}
+
+func start(ln net.Listener, h Handler, logf, errorf func(string, ...any), record bool) *Server {
+	if h == nil {
+		h = Sequence()
+	}
+	s := &Server{logf: logf, errorf: errorf, record: record, handler: h, done: make(chan struct{}), arrived: make(chan struct{})}
+	s.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(s.serveHTTP)}}
+	s.srv.Start()
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close releases the requests held by Hang or WithDelay, drops every
+// connection and waits for the handlers to return. It is safe to call more
+// than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.done)
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
 }
 
 // SetHandler replaces the handler for the requests that arrive from now on.
@@ -108,9 +161,12 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	if hr.Method != http.MethodPost || hr.URL.Path != "/v1/messages" {
-		s.mu.Lock()
-		s.unhandled = append(s.unhandled, hr.Method+" "+hr.URL.Path)
-		s.mu.Unlock()
+		s.logf("fakeapi: %s %s -> 404", hr.Method, hr.URL.Path)
+		if s.record {
+			s.mu.Lock()
+			s.unhandled = append(s.unhandled, hr.Method+" "+hr.URL.Path)
+			s.mu.Unlock()
+		}
 		writeError(w, http.StatusNotFound, "not_found_error", "fakeapi serves only POST /v1/messages, not "+hr.Method+" "+hr.URL.Path, requestID())
 		return
 	}
@@ -128,15 +184,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	req.Header = hr.Header.Clone()
 
 	s.mu.Lock()
-	req.N = len(s.reqs) + 1
-	s.reqs = append(s.reqs, req)
+	s.n++
+	req.N = s.n
+	if s.record {
+		s.reqs = append(s.reqs, req)
+	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 	h := s.handler
 	s.mu.Unlock()
 
 	if perr != nil {
-		s.t.Errorf("fakeapi: request #%d: %v", req.N, perr)
+		s.errorf("fakeapi: request #%d: %v", req.N, perr)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", perr.Error(), requestID())
 		return
 	}
@@ -145,16 +204,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, http.StatusInternalServerError, "api_error", "fakeapi handler panicked", requestID())
 		return
 	}
-	s.t.Logf("fakeapi: %s -> %s", req.String(), resp.describe())
+	s.logf("fakeapi: %s -> %s", req.String(), resp.describe())
 	(&responder{w: w, hr: hr, done: s.done}).respond(&req, resp)
 }
 
-// call runs the handler, turning a panic into a test error instead of a
-// silently dropped connection.
+// call runs the handler, turning a panic into an error (a test error under
+// New) and a 500 answer instead of a silently dropped connection.
 func (s *Server) call(h Handler, r *Request) (resp Response, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.t.Errorf("fakeapi: handler panicked on request #%d: %v", r.N, p)
+			s.errorf("fakeapi: handler panicked on request #%d: %v", r.N, p)
 			ok = false
 		}
 	}()
