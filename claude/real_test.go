@@ -3,10 +3,12 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,17 @@ import (
 
 // startReal starts the real CLI in a fresh HOME, working in dir.
 func startReal(t *testing.T, api *fakeapi.Server, dir string, opts Options, onControl func(context.Context, *ControlRequest) ControlResponse) *Process {
+	t.Helper()
+	return startRealCfg(t, api, dir, opts, onControl, nil)
+}
+
+// startRealEnv is startReal with extra environment variables.
+func startRealEnv(t *testing.T, api *fakeapi.Server, dir string, opts Options, env ...string) *Process {
+	t.Helper()
+	return startRealCfg(t, api, dir, opts, nil, env)
+}
+
+func startRealCfg(t *testing.T, api *fakeapi.Server, dir string, opts Options, onControl func(context.Context, *ControlRequest) ControlResponse, extraEnv []string) *Process {
 	t.Helper()
 	bin := realCLI(t)
 	checkNoLeaks(t)
@@ -31,6 +44,7 @@ func startReal(t *testing.T, api *fakeapi.Server, dir string, opts Options, onCo
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_MAX_RETRIES=0",
 	}
+	env = append(env, extraEnv...)
 	var stderr syncBuffer
 	p, err := Start(context.Background(), Config{Binary: bin, Dir: dir, Env: env, Options: opts, Stderr: &stderr, OnControl: onControl})
 	if err != nil {
@@ -196,5 +210,42 @@ func TestRealCLINoTools(t *testing.T) {
 	}
 	if res := evs[len(evs)-1].Result; res.IsError {
 		t.Errorf("result = %+v", res)
+	}
+}
+
+// A background process started by a Bash tool is in the CLI's process
+// group: Wait kills it once the CLI has exited.
+func TestRealCLIBackgroundToolKilled(t *testing.T) {
+	api := fakeapi.New(t, fakeapi.Sequence(
+		fakeapi.ToolUse(fakeapi.Bash("sleep 300 >/dev/null 2>&1 & echo bgpid=$!")),
+		fakeapi.Text("done"),
+	))
+	p := startRealEnv(t, api, t.TempDir(), Options{MaxTurns: 3, PermissionMode: "bypassPermissions"}, "IS_SANDBOX=1")
+	p.SendUser("Start it.")
+	evs := until(t, p, TypeResult)
+	p.CloseInput()
+	go drainAll(p)
+	wait(t, p)
+	pid := 0
+	for _, ev := range evs {
+		if ev.Type != TypeUser || ev.Message == nil {
+			continue
+		}
+		for _, b := range ev.Message.Content {
+			var text string
+			if json.Unmarshal(b.Content, &text) == nil {
+				if i := strings.Index(text, "bgpid="); i >= 0 {
+					fmt.Sscanf(text[i:], "bgpid=%d", &pid)
+				}
+			}
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no bgpid in the tool results: %s", types(evs))
+	}
+	if alive(pid) {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		t.Errorf("background tool process %d outlived the CLI (claude pid %d): %s", pid, p.Pid(), stat)
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

@@ -410,16 +410,17 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 		name    string
 		signals int
 		ignore  bool
+		grace   string
 		within  time.Duration
 	}{
-		{"one signal stops gracefully", 1, false, 20 * time.Second},
-		{"second signal kills at once", 2, true, 10 * time.Second},
+		{"one signal stops gracefully", 1, false, "1s", 15 * time.Second},
+		{"second signal kills at once", 2, true, "60s", 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := claudetest.GitRepo(t)
 			cli := fakecli.Install(t, hangingScenario(tc.ignore))
 			path := writeJobs(t, repo, "version: 1\njobs:\n  - name: busy\n    prompt: work\n  - name: later\n    prompt: never starts\n")
-			c := pneuma(t, repo, "run", "-j", "1", "--claude", cli, "--stop-grace", "20s", path)
+			c := pneuma(t, repo, "run", "-j", "1", "--claude", cli, "--stop-grace", tc.grace, path)
 			var stdout, stderr bytes.Buffer
 			c.Stdout, c.Stderr = &stdout, &stderr
 			if err := c.Start(); err != nil {

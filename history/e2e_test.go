@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,8 +83,10 @@ var usage1 = fakeapi.Usage{Input: 1200, Output: 80, CacheRead: 5000, CacheWrite:
 
 var scenarios = []scenario{
 	{
-		name:    "text",
-		handler: func(string) fakeapi.Handler { return fakeapi.Sequence(fakeapi.Text("Hello from the fake API.").WithUsage(usage1)) },
+		name: "text",
+		handler: func(string) fakeapi.Handler {
+			return fakeapi.Sequence(fakeapi.Text("Hello from the fake API.").WithUsage(usage1))
+		},
 		play: func(t *testing.T, b *bed) map[string]float64 {
 			res := b.run("Say hello.")
 			return map[string]float64{sid(res): cost(res)}
@@ -230,6 +233,38 @@ func TestEndToEndCostsAndExports(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEndToEndCompactionIsFlagged: the /compact summary call is billed but
+// not written to the transcript (reference 4.5), so history reports less than
+// the CLI by exactly that call, and flags the session.
+func TestEndToEndCompactionIsFlagged(t *testing.T) {
+	t.Parallel()
+	b := newBed(t, fakeapi.Sequence(
+		fakeapi.Text("Before compaction.").WithUsage(fakeapi.Usage{Input: 1000, Output: 100}),
+		fakeapi.Text("Still before compaction.").WithUsage(fakeapi.Usage{Input: 1500, Output: 100}),
+		fakeapi.Text("Summary of the conversation.").WithUsage(fakeapi.Usage{Input: 700, Output: 60}),
+		fakeapi.Text("Second prompt answer.").WithUsage(fakeapi.Usage{Input: 800, Output: 60}),
+	))
+	first := b.run("Say something.")
+	second := b.run("Say more.", "--resume", sid(first))
+	compact := b.run("/compact", "--resume", sid(first))
+	if cost(compact) == 0 {
+		t.Fatalf("the /compact run billed nothing: %v", compact)
+	}
+	after := b.run("After the compaction.", "--resume", sid(first))
+	corpus, err := history.Scan(context.Background(), b.env.ConfigDir, history.ScanOptions{Summary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := corpus.UsageBy(history.BySession, time.UTC)
+	if len(rows) != 1 {
+		t.Fatalf("rows %+v", rows)
+	}
+	sameCents(t, "compacted session (without the summary call)", rows[0].CostUSD, cost(first)+cost(second)+cost(after))
+	if !slices.Contains(rows[0].Flags, history.FlagCompacted) {
+		t.Errorf("flags %v, want %q", rows[0].Flags, history.FlagCompacted)
 	}
 }
 

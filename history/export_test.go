@@ -198,3 +198,31 @@ func FuzzReadTranscript(f *testing.F) {
 		_ = tr.Thread()
 	})
 }
+
+func TestThread(t *testing.T) {
+	ctx := context.Background()
+	tr, err := ReadTranscript(ctx, filepath.Join("testdata", "projects", "-srv-other", sidC+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := tr.Thread()
+	// The compaction boundary has parentUuid null; the thread continues
+	// through logicalParentUuid back to the first prompt.
+	if len(th) != 6 || th[0].UUID != "0000012d-0000-4000-8000-00000000012d" || th[2].Subtype != "compact_boundary" {
+		var ids []string
+		for _, e := range th {
+			ids = append(ids, e.Type+"/"+e.UUID)
+		}
+		t.Errorf("thread = %v", ids)
+	}
+	tr, err = ReadTranscript(ctx, filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := tr.SubagentFor("toolu_agent1"); sa == nil || len(sa.Entries) != 4 || sa.Meta.AgentType != "general-purpose" {
+		t.Errorf("subagent for toolu_agent1 = %+v", sa)
+	}
+	if tr.Stats.Malformed != 1 || tr.Stats.Torn != 1 {
+		t.Errorf("stats = %+v", tr.Stats)
+	}
+}

@@ -27,7 +27,7 @@ var secretPatterns = []secretPattern{
 	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), hint: []string{"github_pat_"}},
 	{re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), hint: []string{"AKIA", "ASIA"}},
 	{re: regexp.MustCompile(`((?i:\bbearer)\s+)[A-Za-z0-9\-._~+/]{7,}[A-Za-z0-9\-_~+/]=*`), hint: []string{"earer", "EARER"}, keep: true},
-	{re: regexp.MustCompile(`(\b[A-Za-z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD|(?i:password)|(?i:passwd)|(?i:secret))\s*=\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"'&;`+"`"+`]+)`),
+	{re: regexp.MustCompile(`(\b[A-Za-z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD|(?i:password)|(?i:passwd)|(?i:secret))\s*=\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"'&;` + "`" + `]+)`),
 		hint: []string{"_KEY", "_TOKEN", "ECRET", "ecret", "ASSW", "assw"}, keep: true},
 }
 

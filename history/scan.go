@@ -15,12 +15,12 @@ var errSyntax = errors.New("malformed JSON line")
 
 // lineInfo is what scanLine extracts from one line.
 type lineInfo struct {
-	typ, timestamp, sessionID, cwd, requestID string
-	uuid, promptSource                          string
-	isSidechain, isAPIError, isMeta, isCompact  bool
-	msgID, model, role                          string
-	usage                                       []byte // raw message.usage object
-	content                                     []byte // raw message.content (only when asked)
+	typ, timestamp, sessionID, cwd, requestID  string
+	uuid, promptSource                         string
+	isSidechain, isAPIError, isMeta, isCompact bool
+	msgID, model, role                         string
+	usage                                      []byte // raw message.usage object
+	content                                    []byte // raw message.content (only when asked)
 }
 
 func (li *lineInfo) reset() { *li = lineInfo{} }

@@ -333,3 +333,56 @@ jobs:
 		t.Errorf("report contains the API key")
 	}
 }
+
+func TestRetryResumesSession(t *testing.T) {
+	// The CLI gives up at once (no retries of its own); pneuma retries the
+	// job, continuing the same session so the finished work is not redone.
+	b := newBed(t, claudetest.WithMaxRetries(0))
+	repo := claudetest.GitRepo(t)
+	var calls int
+	b.jobs["TOKEN-FLAKY"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		calls++
+		switch {
+		case calls == 1:
+			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step1.txt"), "one\n"))
+		case calls == 2:
+			return fakeapi.Error(529, "overloaded_error", "Overloaded")
+		case r.HasToolResult():
+			return fakeapi.Text("all done")
+		}
+		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step2.txt"), "two\n"))
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: flaky
+    prompt: TOKEN-FLAKY do two steps
+    permission_mode: acceptEdits
+    retries: 2
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded || len(j.Attempts) != 2 {
+		t.Fatalf("flaky: %s/%s after %d attempts: %+v", j.Status, j.Reason, len(j.Attempts), j.Attempts)
+	}
+	first, second := j.Attempts[0], j.Attempts[1]
+	if first.Reason != report.ReasonAPIError || second.Status != report.StatusSucceeded {
+		t.Errorf("attempts %+v", j.Attempts)
+	}
+	if first.SessionID == "" || second.SessionID != first.SessionID || j.SessionID != first.SessionID {
+		t.Errorf("the retry did not continue the session: %q then %q", first.SessionID, second.SessionID)
+	}
+	if math.Abs(j.CostUSD-(first.CostUSD+second.CostUSD)) > 1e-12 {
+		t.Errorf("job cost %v is not the sum of its attempts %v + %v", j.CostUSD, first.CostUSD, second.CostUSD)
+	}
+	// The retry's first request carries the earlier conversation and the
+	// continue prompt, and the first step's file is not written again.
+	reqs := b.api.Requests()
+	retry := reqs[2]
+	if !strings.Contains(retry.LastUser().Text(), "Continue where you left off") || len(retry.Messages) < 4 {
+		t.Errorf("retry request: last user %q, %d messages", retry.LastUser().Text(), len(retry.Messages))
+	}
+	files := strings.Fields(claudetest.Git(t, repo, "diff", "--name-only", p.Jobs[0].BaseCommit, p.Jobs[0].Branch))
+	if strings.Join(files, ",") != "step1.txt,step2.txt" {
+		t.Errorf("branch changes %v", files)
+	}
+}

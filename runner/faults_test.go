@@ -300,3 +300,49 @@ func alive(pid int) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestRunBudget(t *testing.T) {
+	// Every job reports $0.25; the run may spend $0.60.
+	bin := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+		initStep(), okResult(0.25),
+	}}}})
+	repo := claudetest.GitRepo(t)
+	p := planFor(t, repo, `version: 1
+concurrency: 1
+budget_usd: 0.60
+jobs:
+  - {name: j1, prompt: a}
+  - {name: j2, prompt: b, max_budget_usd: 5}
+  - {name: j3, prompt: c}
+  - {name: j4, prompt: d}
+`, bin)
+	rep := runPlan(t, p, 30*time.Second)
+	var got []string
+	for _, j := range rep.Jobs {
+		got = append(got, j.Status+"/"+j.Reason)
+	}
+	want := "succeeded/,succeeded/,succeeded/,skipped/budget"
+	if strings.Join(got, ",") != want {
+		t.Errorf("statuses %v, want %s", got, want)
+	}
+	if rep.Budget == nil || rep.Budget.CapUSD != 0.60 || rep.Budget.SpentUSD != 0.75 {
+		t.Errorf("budget %+v", rep.Budget)
+	}
+	if rep.Status != report.RunFailed {
+		t.Errorf("a run that skipped work is %s, want failed", rep.Status)
+	}
+	// Each job's --max-budget-usd is at most what the run had left.
+	calls := fakecli.Calls(t, bin)
+	wantCaps := []string{"0.6", "0.35", "0.1"}
+	for i, c := range calls {
+		capArg := ""
+		for k, a := range c.Args {
+			if a == "--max-budget-usd" && k+1 < len(c.Args) {
+				capArg = c.Args[k+1]
+			}
+		}
+		if i < len(wantCaps) && capArg != wantCaps[i] {
+			t.Errorf("job %d ran with --max-budget-usd %q, want %s", i+1, capArg, wantCaps[i])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -193,7 +194,12 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		prompts = []string{ContinuePrompt}
 	}
 	if left, capped := r.budgetCap(); capped && (opts.MaxBudgetUSD == 0 || opts.MaxBudgetUSD > left) {
-		opts.MaxBudgetUSD = left
+		// Down to a hundredth of a cent, so float noise never lifts the cap.
+		opts.MaxBudgetUSD = math.Floor(left*1e4+1e-6) / 1e4
+		if opts.MaxBudgetUSD <= 0 {
+			a.status, a.reason = report.StatusSkipped, report.ReasonBudget
+			return a
+		}
 	}
 	env := childEnv(r.opts.Environ, job.Env)
 
