@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,12 @@ const DefaultMaxLineBytes = 64 << 20
 // keep a pipe open that long; its output is then abandoned.
 const drainTimeout = 2 * time.Second
 
+// MarkerEnv is the variable Start adds to the CLI's environment, with a
+// value unique to the process. Wait kills every process still carrying it
+// once the CLI has exited: the tools' background processes, which Claude
+// Code starts in sessions of their own, out of reach of the process group.
+const MarkerEnv = "PNEUMA_CLAUDE_MARKER"
+
 // ErrInputClosed is returned by writes to stdin after CloseInput, Stop or the
 // process's exit.
 var ErrInputClosed = errors.New("claude stdin is closed")
@@ -35,7 +42,7 @@ type Config struct {
 	Binary string
 	Dir    string
 	// Env is the child's complete environment, built by the caller; nil
-	// inherits pneuma's own, as os/exec does.
+	// inherits pneuma's own, as os/exec does. Start adds MarkerEnv.
 	Env     []string
 	Options Options
 	// Stream receives every stdout byte verbatim (stream.jsonl); may be nil.
@@ -73,6 +80,7 @@ type ExitStatus struct {
 // concurrent use. The caller must drain Events and call Wait.
 type Process struct {
 	cmd       *exec.Cmd
+	marker    string // MarkerEnv=value, in the environment of every descendant
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
@@ -117,7 +125,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	cmd := exec.Command(cfg.Binary, cfg.Options.Args()...)
 	cmd.Dir = cfg.Dir
-	cmd.Env = cfg.Env
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	marker := MarkerEnv + "=" + newRequestID()
+	cmd.Env = append(slices.Clip(env), marker)
 	// Its own group, so signals reach the tools it spawned (Bash children)
 	// and none of them outlives the job; also keeps the terminal's Ctrl-C
 	// from reaching it directly: pneuma decides how to stop it.
@@ -167,6 +180,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 
 	p := &Process{
 		cmd:        cmd,
+		marker:     marker,
 		onControl:  cfg.OnControl,
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
@@ -410,7 +424,9 @@ func (p *Process) signalGroup(sig syscall.Signal) error {
 }
 
 // Wait waits for the process to exit and for its stdout to be drained (every
-// event delivered), then returns how it ended. A non-zero exit is reported in
+// event delivered), then returns how it ended. Once the CLI has exited it
+// kills what it leaves behind: the rest of its process group and every
+// process carrying its MarkerEnv (background tool processes). A non-zero exit is reported in
 // ExitStatus, not as an error; the error is for a failed wait or a failed
 // write to Config.Stream. Safe to call more than once and concurrently.
 func (p *Process) Wait() (ExitStatus, error) {
@@ -423,10 +439,11 @@ func (p *Process) Wait() (ExitStatus, error) {
 func (p *Process) wait() {
 	err := p.cmd.Wait()
 	close(p.exited)
-	// Tools the CLI started (and their children) share its group: they must
-	// not outlive the job nor hold stdout open. The group id cannot be reused
-	// while any member is alive.
+	// Nothing the CLI started may outlive the job or hold stdout open: kill
+	// its group (the group id cannot be reused while a member lives), then
+	// the processes that left the group but carry the marker.
 	_ = groupSignal(p.cmd.Process, syscall.SIGKILL)
+	killMarked(p.marker)
 	p.drain()
 	_ = p.CloseInput()
 

@@ -173,7 +173,7 @@ func wait(t *testing.T, p *Process) ExitStatus {
 }
 
 func TestProcessTurn(t *testing.T) {
-	r := startFake(t, fakecli.Scenario{Env: []string{"PNEUMA_TEST_MARK", "HOME"}}, func(c *Config) {
+	r := startFake(t, fakecli.Scenario{Env: []string{"PNEUMA_TEST_MARK", "HOME", MarkerEnv}}, func(c *Config) {
 		c.Options.SessionID = "0b5c6a52-3a3c-4d61-9f6b-2f3b5f1f2e11"
 	})
 	if err := r.p.SendUser("hello"); err != nil {
@@ -204,8 +204,8 @@ func TestProcessTurn(t *testing.T) {
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("argv = %q, want %q", c.Args, wantArgs)
 	}
-	if c.Env["PNEUMA_TEST_MARK"] != "1" || c.Env["HOME"] != "" {
-		t.Errorf("env = %v, want only the configured environment", c.Env)
+	if c.Env["PNEUMA_TEST_MARK"] != "1" || c.Env["HOME"] != "" || !strings.HasPrefix(c.Env[MarkerEnv], "pneuma_") {
+		t.Errorf("env = %v, want the configured environment plus the marker", c.Env)
 	}
 	wantIn := []string{`{"type":"user","message":{"role":"user","content":"hello"},"parent_tool_use_id":null,"session_id":""}`}
 	if !slices.Equal(c.Stdin, wantIn) {
@@ -607,11 +607,18 @@ func TestKill(t *testing.T) {
 }
 
 // A tool the CLI started keeps stdout open after the CLI exits: Wait must
-// still return promptly, with every line, and nothing may survive.
+// still return promptly, with every line, and nothing may survive, even a
+// process in a session of its own (as Claude Code runs Bash commands).
 func TestGrandchildHoldingStdout(t *testing.T) {
+	for _, detached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detached=%v", detached), func(t *testing.T) { testGrandchild(t, detached) })
+	}
+}
+
+func testGrandchild(t *testing.T, detached bool) {
 	r := startFake(t, fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
 		{Line: fakecli.InitLine("{{session}}")},
-		{Grandchild: true},
+		{Grandchild: true, Detached: detached},
 		{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{})},
 		fakecli.Exit(0),
 	}}}}, nil)

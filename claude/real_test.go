@@ -1,3 +1,5 @@
+//go:build unix
+
 package claude
 
 import (
@@ -33,7 +35,9 @@ func startRealEnv(t *testing.T, api *fakeapi.Server, dir string, opts Options, e
 func startRealCfg(t *testing.T, api *fakeapi.Server, dir string, opts Options, onControl func(context.Context, *ControlRequest) ControlResponse, extraEnv []string) *Process {
 	t.Helper()
 	bin := realCLI(t)
-	checkNoLeaks(t)
+	// Node's start-up dominates these tests: run them side by side. (The
+	// goroutine leak checks live in the fake CLI tests, which run alone.)
+	t.Parallel()
 	env := []string{
 		"HOME=" + t.TempDir(),
 		"PATH=" + os.Getenv("PATH"),
@@ -247,5 +251,54 @@ func TestRealCLIBackgroundToolKilled(t *testing.T) {
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		t.Errorf("background tool process %d outlived the CLI (claude pid %d): %s", pid, p.Pid(), stat)
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Stop while a can_use_tool waits for pneuma's answer: the CLI cancels the
+// request (control_cancel_request), which cancels OnControl's context, and
+// the interrupted turn ends the process without a signal.
+func TestRealCLIStopDuringPermissionPrompt(t *testing.T) {
+	cwd := t.TempDir()
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.ToolUse(fakeapi.Write(filepath.Join(cwd, "a.txt"), "x\n"))))
+	asked := make(chan struct{}, 1)
+	handlerCancelled := false
+	p := startReal(t, api, cwd, Options{MaxTurns: 3, PermissionPromptStdio: true},
+		func(ctx context.Context, req *ControlRequest) ControlResponse {
+			asked <- struct{}{}
+			<-ctx.Done()
+			handlerCancelled = true
+			return Deny("stopped by pneuma", true)
+		})
+	p.SendUser("Write the file.")
+	drained := make(chan []Event, 1)
+	go func() { drained <- drainAll(p) }()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no permission prompt within 30s")
+	}
+	start := time.Now()
+	if err := p.Stop(context.Background(), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st := wait(t, p)
+	evs := <-drained
+	cancelled := false
+	var res *Result
+	for _, ev := range evs {
+		cancelled = cancelled || ev.CancelRequestID != ""
+		if ev.Result != nil {
+			res = ev.Result
+		}
+	}
+	if !cancelled || !handlerCancelled {
+		t.Errorf("control_cancel_request seen %v, OnControl cancelled %v; events %s", cancelled, handlerCancelled, types(evs))
+	}
+	if res == nil || res.Subtype != "error_during_execution" || st.Signal != "" || took > 5*time.Second {
+		t.Errorf("result %+v, status %+v after %v", res, st, took)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "a.txt")); err == nil {
+		t.Error("the tool ran although permission was never granted")
 	}
 }

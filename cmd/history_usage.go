@@ -79,16 +79,26 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", strings.ToUpper(by))
-	var flagged, unpriced bool
-	for _, r := range rows {
-		key := r.Key()
+	// Numbers align right; the key column is padded so it reads left-aligned.
+	keys := make([]string, len(rows))
+	width := len("TOTAL")
+	for i, r := range rows {
+		keys[i] = r.Key()
 		if by == history.ByProject {
-			key = shortLine(key, 50)
+			keys[i] = shortLine(keys[i], 50)
 		}
 		if len(r.Flags) > 0 {
-			key += " !"
+			keys[i] += " !"
+		}
+		width = max(width, len([]rune(keys[i])))
+	}
+	pad := func(s string) string { return s + strings.Repeat(" ", width-len([]rune(s))) }
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", pad(strings.ToUpper(by)))
+	var flagged, unpriced bool
+	for i, r := range rows {
+		key := pad(keys[i])
+		if len(r.Flags) > 0 {
 			flagged = true
 		}
 		cost := fmt.Sprintf("%.4f", r.CostUSD)
@@ -101,7 +111,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 			history.Thousands(r.CacheReadInputTokens), history.Thousands(r.CacheCreationInputTokens), cost)
 	}
 	t := corpus.Total()
-	fmt.Fprintf(tw, "TOTAL\t%d\t%s\t%s\t%s\t%s\t%.4f\t\n", t.APICalls,
+	fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.4f\t\n", pad("TOTAL"), t.APICalls,
 		history.Thousands(t.InputTokens), history.Thousands(t.OutputTokens),
 		history.Thousands(t.CacheReadInputTokens), history.Thousands(t.CacheCreationInputTokens), t.CostUSD)
 	if err := tw.Flush(); err != nil {

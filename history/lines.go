@@ -10,12 +10,14 @@ import (
 // Real transcripts hold lines of several MB (pitfall 1).
 const DefaultMaxLine = 64 << 20
 
-// Buffer sizes of LineReader: reads start at minBuf and the buffer grows to
-// hold the longest line seen, up to keepBuf; past that it shrinks back after
-// the line so that one huge line does not pin memory.
+// Buffer sizes of LineReader: a reader starts with firstBuf (small files
+// stay cheap), moves to readBuf once a file is larger, and grows to hold the
+// longest line seen, up to keepBuf; past that it shrinks back after the line
+// so that one huge line does not pin memory.
 const (
-	minBuf  = 1 << 20
-	keepBuf = 16 << 20
+	firstBuf = 64 << 10
+	readBuf  = 1 << 20
+	keepBuf  = 16 << 20
 )
 
 // ReadStats counts what a reader skipped instead of failing.
@@ -111,10 +113,17 @@ func (lr *LineReader) fill() error {
 	}
 	switch {
 	case lr.buf == nil:
-		lr.buf = make([]byte, minBuf)
+		lr.buf = make([]byte, firstBuf)
 	case pending == 0 && len(lr.buf) > keepBuf:
-		lr.buf = make([]byte, minBuf)
+		lr.buf = make([]byte, readBuf)
 		lr.start, lr.end, lr.scanned = 0, 0, 0
+	case len(lr.buf) < readBuf:
+		grown := make([]byte, readBuf)
+		copy(grown, lr.buf[lr.start:lr.end])
+		lr.scanned -= lr.start
+		lr.end -= lr.start
+		lr.start = 0
+		lr.buf = grown
 	case lr.start > 0 && (pending < len(lr.buf)/2 || lr.end == len(lr.buf)):
 		copy(lr.buf, lr.buf[lr.start:lr.end])
 		lr.scanned -= lr.start

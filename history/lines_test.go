@@ -24,7 +24,7 @@ func readAll(t *testing.T, in string, max int) ([]string, ReadStats) {
 }
 
 func TestLineReader(t *testing.T) {
-	huge := strings.Repeat("x", 3*minBuf+17) // spans several buffers
+	huge := strings.Repeat("x", 3*readBuf+17) // spans several buffers
 	tests := []struct {
 		name  string
 		in    string
@@ -37,8 +37,8 @@ func TestLineReader(t *testing.T) {
 		{"torn last line", "a\n{\"partial", 0, []string{"a"}, ReadStats{Lines: 1, Torn: 1}},
 		{"empty", "", 0, nil, ReadStats{}},
 		{"huge line", huge + "\nz\n", 0, []string{huge, "z"}, ReadStats{Lines: 2}},
-		{"oversized skipped", "a\n" + huge + "\nz\n", minBuf, []string{"a", "z"}, ReadStats{Lines: 2, Oversized: 1}},
-		{"oversized torn", "a\n" + huge, minBuf, []string{"a"}, ReadStats{Lines: 1, Torn: 1}},
+		{"oversized skipped", "a\n" + huge + "\nz\n", readBuf, []string{"a", "z"}, ReadStats{Lines: 2, Oversized: 1}},
+		{"oversized torn", "a\n" + huge, readBuf, []string{"a"}, ReadStats{Lines: 1, Torn: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,6 +157,23 @@ type Job struct {
 	Attempts          []Attempt             `json:"attempts,omitempty"`
 	ToolCalls         int                   `json:"tool_calls"`
 	ToolDenials       int                   `json:"tool_denials"`
+	// Verify holds the rounds of the job's verification command, if it has one.
+	Verify []VerifyRound `json:"verify,omitempty"`
+	// Audit is the job's tool audit log (audit.jsonl), if it was written.
+	Audit string `json:"audit,omitempty"`
+}
+
+// VerifyRound is one run of a job's verification command.
+type VerifyRound struct {
+	Round      int      `json:"round"`
+	Command    []string `json:"command"`
+	ExitCode   int      `json:"exit_code"`
+	Passed     bool     `json:"passed"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
+	Output     string   `json:"output"`
+	DurationMS int64    `json:"duration_ms"`
+	// CostUSD is what the agent's turn before this round cost.
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // Attempt is one try of a job (a job with retries has several).

@@ -386,3 +386,113 @@ jobs:
 		t.Errorf("branch changes %v", files)
 	}
 }
+
+func TestVerifyLoop(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "expected.txt"), []byte("fixed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claudetest.Git(t, repo, "add", "expected.txt")
+	claudetest.Git(t, repo, "commit", "-q", "-m", "expected")
+	b.jobs["TOKEN-VERIFY"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		last := r.LastUser().Text()
+		switch {
+		case r.HasToolResult():
+			return fakeapi.Text("done")
+		case strings.Contains(last, "verification command"):
+			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "status.txt"), "fixed\n"))
+		}
+		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "status.txt"), "broken\n"))
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: fix
+    prompt: TOKEN-VERIFY make status.txt right
+    permission_mode: acceptEdits
+    verify:
+      command: [diff, expected.txt, status.txt]
+      timeout: 30s
+      attempts: 3
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded || len(j.Verify) != 2 {
+		t.Fatalf("fix: %s/%s (%s), %d rounds: %+v", j.Status, j.Reason, j.Error, len(j.Verify), j.Verify)
+	}
+	if j.Verify[0].Passed || j.Verify[0].ExitCode != 1 || !strings.Contains(j.Verify[0].Output, "> broken") || !j.Verify[1].Passed {
+		t.Errorf("rounds %+v", j.Verify)
+	}
+	if j.Verify[0].CostUSD <= 0 || j.Verify[1].CostUSD <= 0 || math.Abs(j.Verify[0].CostUSD+j.Verify[1].CostUSD-j.CostUSD) > 1e-9 {
+		t.Errorf("round costs %v + %v, job cost %v", j.Verify[0].CostUSD, j.Verify[1].CostUSD, j.CostUSD)
+	}
+	// The follow-up the fake API received carries the command's output.
+	var followUp string
+	for _, r := range b.api.Requests() {
+		if txt := r.LastUser().Text(); strings.Contains(txt, "verification command") {
+			followUp = txt
+		}
+	}
+	if !strings.Contains(followUp, "diff expected.txt status.txt") || !strings.Contains(followUp, "> broken") {
+		t.Errorf("follow-up prompt:\n%s", followUp)
+	}
+	if got := claudetest.Git(t, repo, "show", p.Jobs[0].Branch+":status.txt"); strings.TrimSpace(got) != "fixed" {
+		t.Errorf("branch holds status.txt %q", got)
+	}
+}
+
+func TestVerifyFailsAfterAttempts(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-HOPELESS"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("I tried")
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: hopeless
+    prompt: TOKEN-HOPELESS
+    verify: {command: [test, -e, never-there.txt], attempts: 2}
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusFailed || j.Reason != report.ReasonVerifyFailed || len(j.Verify) != 2 {
+		t.Fatalf("hopeless: %s/%s %q, rounds %d", j.Status, j.Reason, j.Error, len(j.Verify))
+	}
+}
+
+func TestFollowUpPrompts(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-THREE"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("answer to: " + r.LastUser().Text()).WithUsage(fakeapi.Usage{Input: 1000, Output: 100})
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: three
+    prompts:
+      - TOKEN-THREE first
+      - second
+      - third
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	results := streamResults(t, j.Stream)
+	if j.Status != report.StatusSucceeded || len(results) != 3 {
+		t.Fatalf("three: %s/%s, %d results", j.Status, j.Reason, len(results))
+	}
+	last := results[2]["total_cost_usd"].(float64)
+	first := results[0]["total_cost_usd"].(float64)
+	if math.Abs(j.CostUSD-last) > 1e-12 || last <= first {
+		t.Errorf("job cost %v; results' cumulative costs %v … %v: want the last", j.CostUSD, first, last)
+	}
+	if j.NumTurns != 3 || j.Result != "answer to: third" {
+		t.Errorf("turns %d, result %q", j.NumTurns, j.Result)
+	}
+	var prompts []string
+	for _, r := range b.api.Requests() {
+		prompts = append(prompts, r.LastUser().Text())
+	}
+	if len(prompts) != 3 || prompts[1] != "second" || prompts[2] != "third" {
+		t.Errorf("prompts sent %q", prompts)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
@@ -35,6 +36,7 @@ type attempt struct {
 	turns               int
 	toolCalls           int
 	denials             []report.PermissionDenial
+	rounds              []report.VerifyRound
 	duration            time.Duration
 }
 
@@ -110,6 +112,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.NumTurns += a.turns
 		res.ToolCalls += a.toolCalls
 		res.PermissionDenials = append(res.PermissionDenials, a.denials...)
+		res.Verify = append(res.Verify, a.rounds...)
 		res.Attempts = append(res.Attempts, report.Attempt{
 			Number: number, Status: a.status, Reason: a.reason, SessionID: a.sessionID,
 			CostUSD: a.cost, CostEstimated: a.estimated, DurationMS: a.duration.Milliseconds(),
@@ -229,7 +232,7 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		return a
 	}
 
-	d := driver{r: r, job: job, p: p, prompts: prompts}
+	d := driver{r: r, job: job, p: p, prompts: prompts, env: env}
 	stopReason := d.loop(ctx)
 	exit, werr := p.Wait()
 	a.exit = exit
@@ -237,6 +240,7 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 	a.toolCalls = d.toolCalls
 	a.turns = d.turns
 	a.result = d.last
+	a.rounds = d.rounds
 	if d.model != "" {
 		a.model = d.model
 	}
@@ -302,7 +306,20 @@ type driver struct {
 	turns     int
 	invalid   int
 	oversized int
+
+	env      []string             // the CLI's environment, for the verify command
+	rounds   []report.VerifyRound // verification rounds so far
+	costMark float64              // cumulative cost at the last verification
 }
+
+// What the loop does after an event.
+type action int
+
+const (
+	actNone   action = iota
+	actFinal         // the session's last result is in: close stdin
+	actVerify        // the agent's turn is done: run the verify command
+)
 
 // loop sends the prompts, reads events until stdout ends, and stops the
 // process on a timeout, an idle stream, a lingering exit or ctx's end. It
@@ -343,6 +360,13 @@ func (d *driver) loop(ctx context.Context) string {
 	defer func() { stopTimers(timeout, idle, linger) }()
 	kill := d.r.opts.Kill
 	done := ctx.Done()
+	var verifyC chan report.VerifyRound
+	var verifying sync.WaitGroup
+	verifyCtx, cancelVerify := context.WithCancel(ctx)
+	defer func() {
+		cancelVerify()
+		verifying.Wait()
+	}()
 
 	for {
 		select {
@@ -350,11 +374,36 @@ func (d *driver) loop(ctx context.Context) string {
 			if !ok {
 				return stopped
 			}
+			if idle != nil && verifyC == nil {
+				idle.Reset(d.job.IdleTimeout)
+			}
+			switch act := d.handle(ev); {
+			case stopping:
+			case act == actFinal:
+				// The last result is in: end the session gracefully.
+				_ = d.p.CloseInput()
+				if linger == nil {
+					linger = time.NewTimer(d.r.opts.ResultGrace)
+				}
+			case act == actVerify:
+				// The CLI waits quietly while the command runs: no idle timeout.
+				if idle != nil {
+					idle.Stop()
+				}
+				verifyC = make(chan report.VerifyRound, 1)
+				round := len(d.rounds) + 1
+				verifying.Add(1)
+				go func(c chan<- report.VerifyRound) {
+					defer verifying.Done()
+					c <- runVerify(verifyCtx, d.job.Verify, d.job.Dir, d.env, round)
+				}(verifyC)
+			}
+		case vr := <-verifyC:
+			verifyC = nil
 			if idle != nil {
 				idle.Reset(d.job.IdleTimeout)
 			}
-			if d.handle(ev) && !stopping {
-				// The last prompt's result is in: end the session gracefully.
+			if d.verified(vr) == actFinal && !stopping {
 				_ = d.p.CloseInput()
 				if linger == nil {
 					linger = time.NewTimer(d.r.opts.ResultGrace)
@@ -377,9 +426,8 @@ func (d *driver) loop(ctx context.Context) string {
 	}
 }
 
-// handle updates the driver with one event and reports whether the final
-// result has arrived.
-func (d *driver) handle(ev claude.Event) bool {
+// handle updates the driver with one event and says what the loop must do.
+func (d *driver) handle(ev claude.Event) action {
 	switch ev.Type {
 	case "invalid":
 		d.invalid++
@@ -414,7 +462,7 @@ func (d *driver) handle(ev claude.Event) bool {
 		if ev.Result == nil || d.final {
 			// After the final result, a stop may make the CLI write another
 			// (interrupted) one: the job's outcome is the first.
-			return false
+			return actNone
 		}
 		d.results++
 		d.last = ev.Result
@@ -429,13 +477,33 @@ func (d *driver) handle(ev claude.Event) bool {
 		if !ev.Result.IsError && d.results < len(d.prompts) && d.sent < len(d.prompts) {
 			if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
 				d.sent++
-				return false
+				return actNone
 			}
 		}
+		if !ev.Result.IsError && d.job.Verify != nil && d.sent >= len(d.prompts) {
+			return actVerify
+		}
 		d.final = true
-		return true
+		return actFinal
 	}
-	return false
+	return actNone
+}
+
+// verified records a verification round and says what comes next: another
+// turn for the agent (the follow-up was sent) or the end of the session.
+func (d *driver) verified(vr report.VerifyRound) action {
+	vr.CostUSD = max(d.maxCost-d.costMark, 0)
+	d.costMark = d.maxCost
+	d.rounds = append(d.rounds, vr)
+	if vr.Passed || len(d.rounds) >= d.job.Verify.attempts() {
+		d.final = true
+		return actFinal
+	}
+	if err := d.p.SendUser(verifyFollowUp(vr)); err != nil {
+		d.final = true
+		return actFinal
+	}
+	return actNone
 }
 
 // classify sets a's status, reason and error from the last result, the exit
@@ -446,6 +514,21 @@ func classify(a *attempt, d driver, stopped string) {
 	if res != nil {
 		for _, pd := range res.PermissionDenials {
 			a.denials = append(a.denials, report.PermissionDenial{ToolName: pd.ToolName, ToolUseID: pd.ToolUseID, ToolInput: pd.ToolInput})
+		}
+	}
+	if complete && d.job.Verify != nil {
+		switch n := len(d.rounds); {
+		case n > 0 && d.rounds[n-1].Passed:
+			a.status = report.StatusSucceeded
+		case n > 0:
+			last := d.rounds[n-1]
+			a.status, a.reason = report.StatusFailed, report.ReasonVerifyFailed
+			a.err = fmt.Sprintf("verification `%s` still failed after %d round(s) (exit code %d)", strings.Join(last.Command, " "), n, last.ExitCode)
+		default:
+			complete = false // stopped before the command could run
+		}
+		if n := len(d.rounds); n > 0 {
+			return
 		}
 	}
 	switch {

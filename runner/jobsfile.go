@@ -65,6 +65,7 @@ type JobSpec struct {
 	Worktree           *bool             `yaml:"worktree"`
 	Commit             *bool             `yaml:"commit"`
 	Retries            int               `yaml:"retries"`
+	Verify             *VerifySpec       `yaml:"verify"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -72,6 +73,16 @@ type JobSpec struct {
 	set map[string]bool
 	// pos records where each key's value is, for errors found after decoding.
 	pos map[string]Pos
+}
+
+// VerifySpec is a job's verification loop: after the agent's turn pneuma
+// runs Command in the job's directory; while it fails, its output goes back
+// to the agent as a follow-up prompt in the same session, up to Attempts runs
+// of the command in all.
+type VerifySpec struct {
+	Command  []string `yaml:"command" json:"command"`
+	Timeout  Duration `yaml:"timeout" json:"timeout,omitempty"`
+	Attempts int      `yaml:"attempts" json:"attempts,omitempty"`
 }
 
 // Duration is a time.Duration written as "90s", "15m" or "1h30m".
@@ -250,13 +261,51 @@ func (d *decoder) mapping(n *yaml.Node, f func(key string, k, v *yaml.Node)) {
 	}
 }
 
-// scalar decodes v into dst, turning yaml's type errors into positioned problems.
+// scalar decodes v into dst, turning yaml's type errors into positioned
+// problems. Mappings decoded into structs are checked for unknown keys first,
+// since yaml.Node.Decode has no known-fields mode.
 func (d *decoder) scalar(v *yaml.Node, dst any) bool {
+	if !d.known(v, reflect.TypeOf(dst).Elem()) {
+		return false
+	}
 	if err := v.Decode(dst); err != nil {
 		d.errorf(v, "%s", typeErrorMessage(err, v, dst))
 		return false
 	}
 	return true
+}
+
+// known reports unknown and duplicate keys of a mapping bound for a struct
+// type (through pointers), recursively. It returns false when it found any.
+func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode || t == reflect.TypeFor[Duration]() {
+		return true
+	}
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag != "" && tag != "-" {
+			fields[tag] = t.Field(i).Type
+			names = append(names, tag)
+		}
+	}
+	ok := true
+	d.mapping(n, func(key string, k, v *yaml.Node) {
+		ft, found := fields[key]
+		if !found {
+			d.errorf(k, "unknown field %q%s", key, suggest(key, names))
+			ok = false
+			return
+		}
+		if !d.known(v, ft) {
+			ok = false
+		}
+	})
+	return ok
 }
 
 // jobFields maps yaml keys to JobSpec field indexes.
@@ -371,6 +420,17 @@ func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
 	for _, c := range nonNegative {
 		if j.set[c.key] && c.bad {
 			d.errorAt(j.pos[c.key], "%s must not be negative", c.key)
+		}
+	}
+	if j.set["verify"] && j.Verify != nil {
+		v := j.Verify
+		switch {
+		case len(v.Command) == 0 || strings.TrimSpace(v.Command[0]) == "":
+			d.errorAt(j.pos["verify"], "verify.command must be a non-empty list (argv, no shell), such as [go, test, ./...]")
+		case v.Attempts < 0 || v.Attempts > 20:
+			d.errorAt(j.pos["verify"], "verify.attempts must be between 1 and 20, not %d", v.Attempts)
+		case v.Timeout < 0:
+			d.errorAt(j.pos["verify"], "verify.timeout must not be negative")
 		}
 	}
 	if j.set["retries"] && j.Retries > 10 {

@@ -133,6 +133,7 @@ type Job struct {
 	Timeout     time.Duration     `json:"timeout,omitempty"`
 	IdleTimeout time.Duration     `json:"idle_timeout,omitempty"`
 	Retries     int               `json:"retries,omitempty"`
+	Verify      *VerifySpec       `json:"verify,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
@@ -250,11 +251,13 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 			Timeout:     spec.Timeout.Std(),
 			IdleTimeout: spec.IdleTimeout.Std(),
 			Retries:     spec.Retries,
+			Verify:      spec.Verify,
 		}
-		if prev, ok := slugs[j.Slug]; ok {
+		// Case-insensitive: macOS file systems and loose refs fold case.
+		if prev, ok := slugs[strings.ToLower(j.Slug)]; ok {
 			cfg(spec.PosOf("name"), "job names %q and %q both become %q as a path and branch name; rename one", prev, spec.Name, j.Slug)
 		}
-		slugs[j.Slug] = spec.Name
+		slugs[strings.ToLower(j.Slug)] = spec.Name
 		if j.Base == "" {
 			j.Base = "HEAD"
 		}

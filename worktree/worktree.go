@@ -216,6 +216,7 @@ var excludeMu sync.Mutex
 // Exclude adds pattern (for example "/.pneuma/") as a line of the
 // repository's info/exclude file unless that line is already there. It works
 // from the main or a linked worktree: the file lives in the common git dir.
+// It takes no context; its one git command (rev-parse) is bounded to a minute.
 func (m *Manager) Exclude(repo, pattern string) error {
 	if strings.TrimSpace(pattern) == "" || strings.ContainsAny(pattern, "\n\r") {
 		return fmt.Errorf("exclude %q: pattern must be one non-empty line", pattern)
@@ -335,7 +336,12 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 
 	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
 		return &ExistsError{Kind: "path", Name: path}
@@ -351,8 +357,16 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	}
 
 	for attempt := 0; ; attempt++ {
-		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "--quiet", "-b", o.Branch, "--", path, sha)
+		// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
+		// the checkout, which is most of the time on a big tree, runs
+		// concurrently below in the worktree's own index.
+		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "--quiet", "--no-checkout", "-b", o.Branch, "--", path, sha)
 		if err == nil {
+			locked = false
+			unlock()
+			if _, err := m.output(ctx, "-C", path, "reset", "--hard", "--quiet", sha); err != nil {
+				return fmt.Errorf("check out %s: %w", shortSHA(sha), err)
+			}
 			return nil
 		}
 		var ce *CommandError
@@ -441,7 +455,12 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	if isDir(path) {
 		// Without --force git itself refuses a worktree that became dirty
 		// since the check above, so nothing uncommitted can be lost.
@@ -498,4 +517,11 @@ func parseList(out []byte) []Info {
 		}
 	}
 	return list
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }

@@ -112,7 +112,6 @@ func demo(ctx context.Context, jobsExample, pneuma, claude string, stdout, stder
 	cmd.Dir = w.App
 	cmd.Env = environ(w.Home, api.URL)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: false}
 	// pneuma handles SIGINT itself (two-stage stop); on our deadline it gets
 	// SIGINT first, then is killed after a grace period.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

@@ -85,9 +85,12 @@ type Step struct {
 	// now on.
 	IgnoreSignals []string `json:"ignoreSignals,omitempty"`
 	// Grandchild starts a process that inherits stdout and stderr, ignores
-	// SIGINT and SIGTERM, sleeps for ever and outlives the fake. Its pid is
-	// recorded (Call.Grandchildren).
+	// SIGINT and SIGTERM, sleeps (two minutes) and outlives the fake. Its pid
+	// is recorded (Call.Grandchildren).
 	Grandchild bool `json:"grandchild,omitempty"`
+	// Detached puts a Grandchild in a session of its own, out of the fake's
+	// process group, as Claude Code's Bash tool does with its commands.
+	Detached bool `json:"detached,omitempty"`
 	// AwaitResponse waits for the control_response with this request_id
 	// (write the control_request with a Line first), as the real CLI waits
 	// for a can_use_tool answer. Stdin EOF ends the wait.
@@ -404,7 +407,7 @@ func (f *fake) steps(steps []Step) (code int, exit bool) {
 				}
 			}
 		case st.Grandchild:
-			f.grandchild()
+			f.grandchild(st.Detached)
 		case st.AwaitResponse != "":
 			if f.await(st.AwaitResponse) {
 				return f.interrupted()
@@ -503,9 +506,12 @@ func (f *fake) serve(line string) bool {
 	return msg.Type == "control_request" && msg.Request.Subtype == "interrupt"
 }
 
-func (f *fake) grandchild() {
+func (f *fake) grandchild(detached bool) {
 	cmd := exec.Command(f.exe, grandchildArg)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if detached {
+		cmd.SysProcAttr = newSession()
+	}
 	f.flush()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "fakecli: start grandchild: %v\n", err)

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Prints the figures of scripts/bench-run.sh and checks the targets of
+issue 3. Usage: analyze.py SCRATCH_DIR VARIANT...; SCRATCH_DIR holds
+baseline/ (times, makespan_us) and one directory per pneuma variant
+(events.jsonl, run.json, report.json, makespan_us, vmhwm_kb, exit).
+Exits 1 when the first variant misses a target, 2 when data is missing.
+
+pneuma's own overhead per job is
+    duration_ms (report.json: job start to end, after commit, diff stats,
+    transcript archive and worktree removal)
+  - the CLI attempts (report.json attempts[].duration_ms: spawn to exit)
+  - the worktree phase (run.json started_at to the job_started event, which
+    holds `git worktree add` and also pneuma's .git/info/exclude check,
+    mkdir and one journal save: those few ms are counted as git's, so the
+    figure is a slight underestimate).
+"""
+import json
+import os
+import statistics
+import sys
+from datetime import datetime
+
+MAKESPAN_RATIO = 1.05
+OVERHEAD_MS = 20.0
+RSS_KB = 64 * 1024
+
+
+def ts(s):
+    # RFC 3339 with up to nanoseconds; Python takes microseconds.
+    s = s.replace("Z", "+00:00")
+    if "." in s:
+        head, rest = s.split(".", 1)
+        frac, tz = rest[:rest.index("+")], rest[rest.index("+"):]
+        s = head + "." + (frac + "000000")[:6] + tz
+    return datetime.fromisoformat(s).timestamp()
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def line(label, xs):
+    return "%-34s median %7.1f  p90 %7.1f  max %7.1f ms" % (label, statistics.median(xs), pct(xs, 90), max(xs))
+
+
+def baseline(d):
+    wt, cli = [], []
+    with open(os.path.join(d, "times")) as f:
+        for l in f:
+            _, t0, t1, t2 = (int(x) for x in l.split())
+            wt.append((t1 - t0) / 1000)
+            cli.append((t2 - t1) / 1000)
+    ms = int(open(os.path.join(d, "makespan_us")).read()) / 1000
+    return ms, wt, cli
+
+
+def pneuma(d):
+    started = {}
+    with open(os.path.join(d, "events.jsonl")) as f:
+        for l in f:
+            e = json.loads(l)
+            if e.get("type") == "job_started":
+                started[e["job"]] = ts(e["time"])
+    journal = json.load(open(os.path.join(d, "run.json")))
+    begun = {j["name"]: ts(j["started_at"]) for j in journal["jobs"] if j.get("started_at")}
+    rep = json.load(open(os.path.join(d, "report.json")))
+    wt, cli, over, bad = [], [], [], []
+    for j in rep["jobs"]:
+        if j["status"] != "succeeded":
+            bad.append("%s: %s %s" % (j["name"], j["status"], j.get("reason", "")))
+        if j["name"] not in started or j["name"] not in begun:
+            continue
+        w = (started[j["name"]] - begun[j["name"]]) * 1000
+        c = sum(a["duration_ms"] for a in j.get("attempts", []))
+        wt.append(w)
+        cli.append(c)
+        over.append(j["duration_ms"] - c - w)
+    ms = int(open(os.path.join(d, "makespan_us")).read()) / 1000
+    rss = int(open(os.path.join(d, "vmhwm_kb")).read())
+    code = int(open(os.path.join(d, "exit")).read())
+    return ms, wt, cli, over, rss, code, bad, len(rep["jobs"])
+
+
+def main():
+    root, variants = sys.argv[1], sys.argv[2:]
+    b_ms, b_wt, b_cli = baseline(os.path.join(root, "baseline"))
+    print("baseline (xargs + git worktree add + claude -p --output-format json)")
+    print("  makespan %.0f ms, %d jobs" % (b_ms, len(b_wt)))
+    print("  " + line("git worktree add", b_wt))
+    print("  " + line("claude process", b_cli))
+    status = 0
+    for i, v in enumerate(variants):
+        ms, wt, cli, over, rss, code, bad, n = pneuma(os.path.join(root, v))
+        print(v)
+        print("  makespan %.0f ms (%.3f x baseline), %d jobs, exit %d, peak RSS %.1f MB" % (ms, ms / b_ms, n, code, rss / 1024))
+        if not over:
+            print("  no job timings")
+            status = status or (2 if i == 0 else 0)
+            continue
+        print("  " + line("worktree phase", wt))
+        print("  " + line("claude attempts", cli))
+        print("  " + line("pneuma overhead per job", over))
+        for b in bad:
+            print("  not succeeded: " + b)
+        checks = [
+            ("makespan %.3f x baseline (<= %.2f)" % (ms / b_ms, MAKESPAN_RATIO), ms <= MAKESPAN_RATIO * b_ms),
+            ("overhead per job median %.1f ms (<= %.0f ms)" % (statistics.median(over), OVERHEAD_MS), statistics.median(over) <= OVERHEAD_MS),
+            ("peak RSS %.1f MB (<= %d MB)" % (rss / 1024, RSS_KB // 1024), 0 < rss <= RSS_KB),
+            ("every job succeeded (exit %d)" % code, code == 0 and not bad),
+        ]
+        for label, ok in checks:
+            print("  %-5s %s" % ("PASS" if ok else "FAIL", label))
+            if i == 0 and not ok:
+                status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# One job of the shell baseline of scripts/bench-run.sh: what pneuma does for
+# a job, by hand. `git worktree add`, then the CLI in it, timed (microseconds).
+# Usage: job.sh N   (environment: BENCH_REPO, BENCH_WORKTREES, BENCH_OUT, BENCH_CLAUDE)
+set -euo pipefail
+n="$1"
+t0="${EPOCHREALTIME/./}"
+git -C "$BENCH_REPO" worktree add -q -b "baseline/$n" "$BENCH_WORKTREES/$n" HEAD
+t1="${EPOCHREALTIME/./}"
+cd "$BENCH_WORKTREES/$n"
+"$BENCH_CLAUDE" -p "bench job $n: reply ok" --output-format json >"$BENCH_OUT/$n.json" 2>"$BENCH_OUT/$n.err"
+t2="${EPOCHREALTIME/./}"
+echo "$n $t0 $t1 $t2" >>"$BENCH_OUT/times"

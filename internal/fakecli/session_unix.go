@@ -1,0 +1,7 @@
+//go:build unix
+
+package fakecli
+
+import "syscall"
+
+func newSession() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// Verification defaults.
+const (
+	defaultVerifyTimeout  = 10 * time.Minute
+	defaultVerifyAttempts = 2
+	verifyOutputLimit     = 8 << 10
+)
+
+// verifyAttempts is how many times the command runs at most.
+func (v *VerifySpec) attempts() int {
+	if v.Attempts <= 0 {
+		return defaultVerifyAttempts
+	}
+	return v.Attempts
+}
+
+func (v *VerifySpec) timeout() time.Duration {
+	if v.Timeout <= 0 {
+		return defaultVerifyTimeout
+	}
+	return v.Timeout.Std()
+}
+
+// runVerify runs the verification command once in dir: argv only, its own
+// process group (killed whole on timeout), combined output kept as a bounded
+// tail.
+func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, round int) report.VerifyRound {
+	res := report.VerifyRound{Round: round, Command: v.Command, ExitCode: -1}
+	ctx, cancel := context.WithTimeout(ctx, v.timeout())
+	defer cancel()
+	start := time.Now()
+	out := &tailBuffer{max: verifyOutputLimit}
+	cmd := exec.CommandContext(ctx, v.Command[0], v.Command[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	res.DurationMS = time.Since(start).Milliseconds()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		res.ExitCode = 0
+		res.Passed = true
+	case ctx.Err() == context.DeadlineExceeded:
+		res.TimedOut = true
+		fmt.Fprintf(out, "\n[pneuma: killed after the verify timeout of %s]\n", v.timeout())
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	default:
+		fmt.Fprintf(out, "[pneuma: could not run %s: %v]\n", v.Command[0], err)
+	}
+	if cmd.Process != nil {
+		// Anything the command left running in its group goes with it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	res.Output = out.String()
+	return res
+}
+
+// verifyFollowUp is the prompt that sends a failed verification back to the agent.
+func verifyFollowUp(r report.VerifyRound) string {
+	var b strings.Builder
+	what := fmt.Sprintf("exited with code %d", r.ExitCode)
+	if r.TimedOut {
+		what = "timed out"
+	}
+	fmt.Fprintf(&b, "The verification command `%s` %s. Its output (the end of it):\n\n```\n%s\n```\n\n",
+		strings.Join(r.Command, " "), what, strings.TrimRight(r.Output, "\n"))
+	b.WriteString("Fix what makes it fail, then stop; it will be run again.")
+	return b.String()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	buf     []byte
+	max     int
+	dropped int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.dropped += min(over, len(t.buf)+len(p))
+	}
+	t.buf = appendBounded(t.buf, p, t.max)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	if t.dropped > 0 {
+		return fmt.Sprintf("[… %d bytes before this …]\n", t.dropped) + string(t.buf)
+	}
+	return string(t.buf)
+}
