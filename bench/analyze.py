@@ -2,13 +2,16 @@
 """Prints the figures of scripts/bench-run.sh and checks the targets of
 issue 3. Usage: analyze.py SCRATCH_DIR VARIANT...; SCRATCH_DIR holds
 baseline/ (times, makespan_us) and one directory per pneuma variant
-(events.jsonl, run.json, report.json, makespan_us, vmhwm_kb, exit).
+(events.jsonl, run.json, report.json, cli_times, makespan_us, vmhwm_kb,
+exit).
 Exits 1 when the first variant misses a target, 2 when data is missing.
 
 pneuma's own overhead per job is
     duration_ms (report.json: job start to end, after commit, diff stats,
     transcript archive and worktree removal)
-  - the CLI attempts (report.json attempts[].duration_ms: spawn to exit)
+  - the CLI process's wall time (cli_times, written by bench/claude-timed.sh,
+    the --claude wrapper: the wrapper's own bash start-up counts as pneuma's;
+    report.json attempts[].duration_ms would do, but runner records 0 there)
   - the worktree phase (run.json started_at to the job_started event, which
     holds `git worktree add` and also pneuma's .git/info/exclude check,
     mkdir and one journal save: those few ms are counted as git's, so the
@@ -65,21 +68,34 @@ def pneuma(d):
     journal = json.load(open(os.path.join(d, "run.json")))
     begun = {j["name"]: ts(j["started_at"]) for j in journal["jobs"] if j.get("started_at")}
     rep = json.load(open(os.path.join(d, "report.json")))
-    wt, cli, over, bad = [], [], [], []
+    cli_ms = {}  # job name (its worktree's base name) -> CLI wall time, summed over attempts
+    cli_span = {}  # job name -> (first CLI start, last CLI exit), seconds
+    with open(os.path.join(d, "cli_times")) as f:
+        for l in f:
+            cwd, t0, t1 = l.rsplit(" ", 2)
+            name = os.path.basename(cwd)
+            t0, t1 = int(t0) / 1e6, int(t1) / 1e6
+            cli_ms[name] = cli_ms.get(name, 0) + (t1 - t0) * 1000
+            a, b = cli_span.get(name, (t0, t1))
+            cli_span[name] = (min(a, t0), max(b, t1))
+    wt, cli, over, pre, post, bad = [], [], [], [], [], []
     for j in rep["jobs"]:
         if j["status"] != "succeeded":
             bad.append("%s: %s %s" % (j["name"], j["status"], j.get("reason", "")))
-        if j["name"] not in started or j["name"] not in begun:
+        if j["name"] not in started or j["name"] not in begun or j["name"] not in cli_ms:
             continue
         w = (started[j["name"]] - begun[j["name"]]) * 1000
-        c = sum(a["duration_ms"] for a in j.get("attempts", []))
+        c = cli_ms[j["name"]]
         wt.append(w)
         cli.append(c)
         over.append(j["duration_ms"] - c - w)
+        first, last = cli_span[j["name"]]
+        pre.append((first - started[j["name"]]) * 1000)
+        post.append((begun[j["name"]] + j["duration_ms"] / 1000 - last) * 1000)
     ms = int(open(os.path.join(d, "makespan_us")).read()) / 1000
     rss = int(open(os.path.join(d, "vmhwm_kb")).read())
     code = int(open(os.path.join(d, "exit")).read())
-    return ms, wt, cli, over, rss, code, bad, len(rep["jobs"])
+    return ms, wt, cli, over, pre, post, rss, code, bad, len(rep["jobs"])
 
 
 def main():
@@ -91,7 +107,7 @@ def main():
     print("  " + line("claude process", b_cli))
     status = 0
     for i, v in enumerate(variants):
-        ms, wt, cli, over, rss, code, bad, n = pneuma(os.path.join(root, v))
+        ms, wt, cli, over, pre, post, rss, code, bad, n = pneuma(os.path.join(root, v))
         print(v)
         print("  makespan %.0f ms (%.3f x baseline), %d jobs, exit %d, peak RSS %.1f MB" % (ms, ms / b_ms, n, code, rss / 1024))
         if not over:
@@ -99,8 +115,10 @@ def main():
             status = status or (2 if i == 0 else 0)
             continue
         print("  " + line("worktree phase", wt))
-        print("  " + line("claude attempts", cli))
+        print("  " + line("claude process", cli))
         print("  " + line("pneuma overhead per job", over))
+        print("  " + line("  of which job_started -> CLI start", pre))
+        print("  " + line("  of which CLI exit -> job end", post))
         for b in bad:
             print("  not succeeded: " + b)
         checks = [

@@ -91,11 +91,15 @@ func checkNoLeaks(t *testing.T) {
 	})
 }
 
+// eventTimeout bounds every wait for the CLI (the real one starts slowly on a
+// busy CI machine); only a failing test waits that long.
+const eventTimeout = 30 * time.Second
+
 // until reads events up to and including the first one of type typ.
 func until(t *testing.T, p *Process, typ string) []Event {
 	t.Helper()
 	var evs []Event
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(eventTimeout)
 	for {
 		select {
 		case ev, ok := <-p.Events():
@@ -107,7 +111,7 @@ func until(t *testing.T, p *Process, typ string) []Event {
 				return evs
 			}
 		case <-timeout:
-			t.Fatalf("no %q event within 10s; got %s", typ, types(evs))
+			t.Fatalf("no %q event within %v; got %s", typ, eventTimeout, types(evs))
 		}
 	}
 }
@@ -116,7 +120,7 @@ func until(t *testing.T, p *Process, typ string) []Event {
 func rest(t *testing.T, p *Process) []Event {
 	t.Helper()
 	var evs []Event
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(eventTimeout)
 	for {
 		select {
 		case ev, ok := <-p.Events():
@@ -125,7 +129,7 @@ func rest(t *testing.T, p *Process) []Event {
 			}
 			evs = append(evs, ev)
 		case <-timeout:
-			t.Fatalf("events not closed within 10s; got %s", types(evs))
+			t.Fatalf("events not closed within %v; got %s", eventTimeout, types(evs))
 		}
 	}
 }
@@ -163,8 +167,8 @@ func wait(t *testing.T, p *Process) ExitStatus {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait() did not return within 10s")
+	case <-time.After(eventTimeout):
+		t.Fatal("Wait() did not return within the event timeout")
 	}
 	if err != nil {
 		t.Fatalf("Wait() error: %v", err)

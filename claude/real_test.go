@@ -35,9 +35,7 @@ func startRealEnv(t *testing.T, api *fakeapi.Server, dir string, opts Options, e
 func startRealCfg(t *testing.T, api *fakeapi.Server, dir string, opts Options, onControl func(context.Context, *ControlRequest) ControlResponse, extraEnv []string) *Process {
 	t.Helper()
 	bin := realCLI(t)
-	// Node's start-up dominates these tests: run them side by side. (The
-	// goroutine leak checks live in the fake CLI tests, which run alone.)
-	t.Parallel()
+	checkNoLeaks(t)
 	env := []string{
 		"HOME=" + t.TempDir(),
 		"PATH=" + os.Getenv("PATH"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -87,7 +88,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		if by == history.ByProject {
 			keys[i] = shortLine(keys[i], 50)
 		}
-		if len(r.Flags) > 0 {
+		if billingFlags(r.Flags) {
 			keys[i] += " !"
 		}
 		width = max(width, len([]rune(keys[i])))
@@ -98,7 +99,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	var flagged, unpriced bool
 	for i, r := range rows {
 		key := pad(keys[i])
-		if len(r.Flags) > 0 {
+		if billingFlags(r.Flags) {
 			flagged = true
 		}
 		cost := fmt.Sprintf("%.4f", r.CostUSD)
@@ -118,7 +119,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		return err
 	}
 	if flagged {
-		fmt.Fprintln(io.Out, "! the transcript cannot match the bill exactly: a /compact summary call is not in it, or an interrupted response's partial tokens are")
+		fmt.Fprintln(io.Out, "! the transcript cannot match the bill exactly: it lacks the /compact summary call (compacted), or keeps an interrupted response's unbilled partial tokens (interrupted); --json lists the flags")
 	}
 	if unpriced {
 		fmt.Fprintf(io.Out, "* includes calls of models without a price (%s); add them with --prices FILE\n", strings.Join(t.UnpricedModels, ", "))
@@ -127,4 +128,11 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		fmt.Fprintf(io.ErrOut, "pneuma: skipped %d malformed and %d oversized lines\n", s.Malformed, s.Oversized)
 	}
 	return nil
+}
+
+// billingFlags reports flags that make a session's figure differ from its bill.
+func billingFlags(flags []string) bool {
+	return slices.ContainsFunc(flags, func(f string) bool {
+		return f == history.FlagCompacted || f == history.FlagInterrupted
+	})
 }

@@ -254,7 +254,8 @@ func TestEndToEndCompactionIsFlagged(t *testing.T) {
 		t.Fatalf("the /compact run billed nothing: %v", compact)
 	}
 	after := b.run("After the compaction.", "--resume", sid(first))
-	corpus, err := history.Scan(context.Background(), b.env.ConfigDir, history.ScanOptions{Summary: true})
+	// Without Summary, as `history usage` scans.
+	corpus, err := history.Scan(context.Background(), b.env.ConfigDir, history.ScanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,6 +175,15 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		}
 		hasUsage := bytes.Contains(line, usageKey)
 		if !s.summary && !hasUsage {
+			// Compaction boundaries and interrupt markers are short lines;
+			// they make the transcript differ from the bill (flags).
+			if len(line) < 8<<10 {
+				if bytes.Contains(line, compactKey) {
+					fs.compacted++
+				} else if bytes.Contains(line, interruptKey) {
+					fs.interrupted++
+				}
+			}
 			continue
 		}
 		if s.summary && !hasUsage && len(line) > 4096 && !bytes.Contains(line, userTypeKey) && !bytes.Contains(line, compactKey) {

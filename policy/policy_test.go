@@ -259,7 +259,8 @@ func TestFileRules(t *testing.T) {
 		{"Write(src)", fileCall("Write", "file_path", "/work/proj/src/x/a.go", cwd), true}, // a directory covers its content
 		{"Write(/src/**)", fileCall("Write", "file_path", "/work/proj/src/a.go", cwd), true},
 		{"Write(./src/**)", fileCall("Write", "file_path", "/work/proj/src/a.go", cwd), true},
-		{"Read(*.env)", fileCall("Read", "file_path", "/work/proj/a/b/.env", cwd), false},
+		{"Read(*.env)", fileCall("Read", "file_path", "/work/proj/a/b/.env", cwd), true}, // * matches the empty string, as in gitignore
+		{"Read(*.env)", fileCall("Read", "file_path", "/work/proj/a/b/.envrc", cwd), false},
 		{"Read(*.env)", fileCall("Read", "file_path", "/work/proj/a/b/prod.env", cwd), true},
 		{"Read(.env)", fileCall("Read", "file_path", "/work/proj/a/.env", cwd), true},
 		{"Read(.env)", fileCall("Read", "file_path", "/elsewhere/.env", cwd), false},

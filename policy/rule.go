@@ -70,7 +70,7 @@ func parseRule(text, home string) (rule, error) {
 	} else if strings.HasSuffix(t, ")") {
 		return r, errors.New(`")" without "(": write Tool or Tool(specifier)`)
 	}
-	if !toolNameRE.MatchString(name) {
+	if !toolNameRE.MatchString(strings.TrimSuffix(name, "__*")) {
 		return r, fmt.Errorf("invalid tool name %q", name)
 	}
 	for _, k := range knownTools {
@@ -345,14 +345,7 @@ func (p *pathPattern) match(file, cwd string) bool {
 	if pat == "" || !path.IsAbs(file) {
 		return false
 	}
-	ps := splitPath(pat)
-	fs := splitPath(file)
-	for k := len(fs); k >= 0; k-- {
-		if globSegments(ps, fs[:k]) {
-			return true
-		}
-	}
-	return false
+	return globSegments(splitPath(pat), splitPath(file))
 }
 
 func splitPath(p string) []string {
@@ -363,8 +356,9 @@ func splitPath(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// globSegments matches path segments against pattern segments, where "**"
-// matches any number of segments and other segments use path.Match.
+// globSegments reports whether the pattern segments match name or one of
+// its ancestors, where "**" matches any number of segments and other
+// segments use path.Match.
 func globSegments(pat, name []string) bool {
 	// ok[j] reports whether pat[:i] matches name[:j]; dynamic programming
 	// keeps "**" linear instead of exponential.
@@ -387,7 +381,12 @@ func globSegments(pat, name []string) bool {
 		}
 		ok, next = next, ok
 	}
-	return ok[len(name)]
+	for _, v := range ok {
+		if v {
+			return true
+		}
+	}
+	return false
 }
 
 // homeDir is the home directory for ~/ patterns.

@@ -496,3 +496,73 @@ jobs:
 		t.Errorf("prompts sent %q", prompts)
 	}
 }
+
+func TestPolicyDeniesInBypassMode(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "keep.txt"), []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claudetest.Git(t, repo, "add", "keep.txt")
+	claudetest.Git(t, repo, "commit", "-q", "-m", "keep")
+	b.jobs["TOKEN-POLICY"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		switch r.Turn() {
+		case 0:
+			return fakeapi.ToolUse(fakeapi.Bash("rm -rf " + filepath.Join(dir, "keep.txt")))
+		case 1:
+			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "ok.txt"), "fine\n"))
+		}
+		return fakeapi.Text("done despite the denial")
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: guarded
+    prompt: TOKEN-POLICY clean up
+    permission_mode: bypassPermissions
+    policy:
+      deny: ["Bash(rm -rf *)"]
+      allow: [Write, Read]
+      default: deny
+      message: Deleting files is not allowed in this run.
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded {
+		t.Fatalf("guarded: %s/%s %s", j.Status, j.Reason, j.Error)
+	}
+	if got := claudetest.Git(t, repo, "show", p.Jobs[0].Branch+":keep.txt"); strings.TrimSpace(got) != "precious" {
+		t.Errorf("keep.txt on the branch: %q (the denied rm ran?)", got)
+	}
+	if got := claudetest.Git(t, repo, "show", p.Jobs[0].Branch+":ok.txt"); strings.TrimSpace(got) != "fine" {
+		t.Errorf("the allowed Write did not run: %q", got)
+	}
+	if j.ToolCalls != 2 || j.ToolDenials != 1 {
+		t.Errorf("tool calls %d, denials %d; want 2 and 1", j.ToolCalls, j.ToolDenials)
+	}
+	if len(j.PermissionDenials) != 1 || j.PermissionDenials[0].ToolName != "Bash" {
+		t.Errorf("permission denials %+v", j.PermissionDenials)
+	}
+	// The model read the policy's message in the tool result.
+	var sawMessage bool
+	for _, r := range b.api.Requests() {
+		for _, tr := range r.ToolResults() {
+			if strings.Contains(string(tr.Content), "Deleting files is not allowed") {
+				sawMessage = true
+			}
+		}
+	}
+	if !sawMessage {
+		t.Errorf("the denial message never reached the model")
+	}
+	entries := claudetest.ReadJSONL(t, j.Audit)
+	if len(entries) != 2 {
+		t.Fatalf("audit has %d entries, want 2: %v", len(entries), entries)
+	}
+	bash, write := entries[0], entries[1]
+	if bash["tool"] != "Bash" || bash["decision"] != "deny" || bash["rule"] != "Bash(rm -rf *)" || bash["ok"] != false {
+		t.Errorf("audit of the rm: %v", bash)
+	}
+	if write["tool"] != "Write" || write["decision"] != "allow" || write["rule"] != "Write" || write["ok"] != true {
+		t.Errorf("audit of the write: %v", write)
+	}
+}

@@ -12,11 +12,15 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
 // ContinuePrompt is sent when a retry resumes the session of a failed attempt.
 const ContinuePrompt = "The previous attempt at this task was cut off by an error. Continue where you left off and finish the task."
+
+// initializeTimeout bounds the CLI's answer to the initialize request.
+const initializeTimeout = 30 * time.Second
 
 // cleanupTimeout bounds the work after a job (commit, diff, archive) which
 // runs even when the run is being interrupted.
@@ -34,7 +38,6 @@ type attempt struct {
 	usage               report.Usage
 	modelUsage          map[string]report.ModelUsage
 	turns               int
-	toolCalls           int
 	denials             []report.PermissionDenial
 	rounds              []report.VerifyRound
 	duration            time.Duration
@@ -82,6 +85,17 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return res
 	}
 	defer stderr.Close()
+	res.Audit = filepath.Join(job.JobDir, "audit.jsonl")
+	aud, err := newAudit(res.Audit)
+	if err != nil {
+		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
+		return res
+	}
+	defer func() {
+		if err := aud.close(); err != nil {
+			res.Error = joinErr(res.Error, err.Error())
+		}
+	}()
 
 	sessionID := ""
 	number := 0
@@ -99,7 +113,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 			break
 		}
 		resume := sessionID
-		a := r.attempt(ctx, job, number, resume, stream, stderr)
+		a := r.attempt(ctx, job, number, resume, stream, stderr, aud)
 		last = a
 		if a.sessionID != "" {
 			sessionID = a.sessionID
@@ -110,7 +124,6 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		addUsage(&res.Usage, a.usage)
 		res.ModelUsage = mergeModelUsage(res.ModelUsage, a.modelUsage)
 		res.NumTurns += a.turns
-		res.ToolCalls += a.toolCalls
 		res.PermissionDenials = append(res.PermissionDenials, a.denials...)
 		res.Verify = append(res.Verify, a.rounds...)
 		res.Attempts = append(res.Attempts, report.Attempt{
@@ -150,6 +163,8 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.Status, res.Reason = report.StatusFailed, report.ReasonBudget
 	}
 	res.SessionID = sessionID
+	aud.flush()
+	res.ToolCalls, res.ToolDenials = aud.counts()
 	res.Model = firstNonEmpty(last.model, res.Model)
 	res.ExitCode = last.exit.Code
 	if last.result != nil {
@@ -185,7 +200,7 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 }
 
 // attempt runs the CLI once. resume continues an earlier session.
-func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, stream *os.File, stderr *tailFile) attempt {
+func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, stream *os.File, stderr *tailFile, aud *audit) attempt {
 	a := attempt{model: job.Options.Model}
 	start := time.Now()
 	defer func() { a.duration = time.Since(start) }()
@@ -215,29 +230,59 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		}
 	}
 
+	var onControl func(context.Context, *claude.ControlRequest) claude.ControlResponse
+	if job.Policy != nil {
+		pol, errs := policy.Compile(*job.Policy)
+		if len(errs) > 0 {
+			a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, fmt.Sprintf("policy: %v", errs[0])
+			return a
+		}
+		// Permission prompts come to pneuma instead of being refused.
+		opts.PermissionPromptStdio = true
+		onControl = (&controller{pol: pol, cwd: job.Dir, audit: aud}).onControl
+	}
+
 	if !r.reserveStart(ctx) {
 		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
 		return a
 	}
 	p, err := claude.Start(ctx, claude.Config{
-		Binary:  firstNonEmpty(job.Binary, r.plan.Binary),
-		Dir:     job.Dir,
-		Env:     env,
-		Options: opts,
-		Stream:  stream,
-		Stderr:  stderr,
+		Binary:    firstNonEmpty(job.Binary, r.plan.Binary),
+		Dir:       job.Dir,
+		Env:       env,
+		Options:   opts,
+		Stream:    stream,
+		Stderr:    stderr,
+		OnControl: onControl,
 	})
 	if err != nil {
 		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, fmt.Sprintf("start claude: %v", err)
 		return a
 	}
+	if job.Policy != nil {
+		// The hook must be registered before the first prompt.
+		ictx, cancel := context.WithTimeout(ctx, initializeTimeout)
+		_, err := p.Initialize(ictx, policyHooks())
+		cancel()
+		if err != nil {
+			sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 4*r.opts.StopGrace+5*time.Second)
+			_ = p.Stop(sctx, r.opts.StopGrace)
+			scancel()
+			a.exit, _ = p.Wait()
+			a.status, a.reason = report.StatusFailed, report.ReasonCLIError
+			a.err = fmt.Sprintf("register the policy hook: %v", err)
+			if tail := strings.TrimSpace(stderr.Tail(600)); tail != "" {
+				a.err = joinErr(a.err, "stderr: "+tail)
+			}
+			return a
+		}
+	}
 
-	d := driver{r: r, job: job, p: p, prompts: prompts, env: env}
+	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: aud}
 	stopReason := d.loop(ctx)
 	exit, werr := p.Wait()
 	a.exit = exit
 	a.sessionID = d.sessionID
-	a.toolCalls = d.toolCalls
 	a.turns = d.turns
 	a.result = d.last
 	a.rounds = d.rounds
@@ -302,11 +347,11 @@ type driver struct {
 	maxCost   float64
 	sessionID string
 	model     string
-	toolCalls int
 	turns     int
 	invalid   int
 	oversized int
 
+	audit    *audit
 	env      []string             // the CLI's environment, for the verify command
 	rounds   []report.VerifyRound // verification rounds so far
 	costMark float64              // cumulative cost at the last verification
@@ -450,14 +495,8 @@ func (d *driver) handle(ev claude.Event) action {
 				Reason: ev.Retry.Error, SpentUSD: d.r.spentSoFar(),
 			})
 		}
-	case "assistant":
-		if ev.Message != nil {
-			for _, b := range ev.Message.Content {
-				if b.Type == "tool_use" {
-					d.toolCalls++
-				}
-			}
-		}
+	case "assistant", "user":
+		d.audit.event(ev)
 	case "result":
 		if ev.Result == nil || d.final {
 			// After the final result, a stop may make the CLI write another
@@ -513,6 +552,7 @@ func classify(a *attempt, d driver, stopped string) {
 	complete := res != nil && !res.IsError && d.results >= len(d.prompts)
 	if res != nil {
 		for _, pd := range res.PermissionDenials {
+			d.audit.denial(pd.ToolUseID)
 			a.denials = append(a.denials, report.PermissionDenial{ToolName: pd.ToolName, ToolUseID: pd.ToolUseID, ToolInput: pd.ToolInput})
 		}
 	}

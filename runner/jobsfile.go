@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pneuma-cli/pneuma/policy"
 )
 
 // FileVersion is the only jobs file version this pneuma reads.
@@ -66,6 +68,7 @@ type JobSpec struct {
 	Commit             *bool             `yaml:"commit"`
 	Retries            int               `yaml:"retries"`
 	Verify             *VerifySpec       `yaml:"verify"`
+	Policy             *policy.Spec      `yaml:"policy"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -431,6 +434,13 @@ func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
 			d.errorAt(j.pos["verify"], "verify.attempts must be between 1 and 20, not %d", v.Attempts)
 		case v.Timeout < 0:
 			d.errorAt(j.pos["verify"], "verify.timeout must not be negative")
+		}
+	}
+	if j.set["policy"] && j.Policy != nil {
+		if _, errs := policy.Compile(*j.Policy); len(errs) > 0 {
+			for _, err := range errs {
+				d.errorAt(j.pos["policy"], "%v", err)
+			}
 		}
 	}
 	if j.set["retries"] && j.Retries > 10 {

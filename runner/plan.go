@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -134,6 +135,7 @@ type Job struct {
 	IdleTimeout time.Duration     `json:"idle_timeout,omitempty"`
 	Retries     int               `json:"retries,omitempty"`
 	Verify      *VerifySpec       `json:"verify,omitempty"`
+	Policy      *policy.Spec      `json:"policy,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
@@ -252,6 +254,7 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 			IdleTimeout: spec.IdleTimeout.Std(),
 			Retries:     spec.Retries,
 			Verify:      spec.Verify,
+			Policy:      spec.Policy,
 		}
 		// Case-insensitive: macOS file systems and loose refs fold case.
 		if prev, ok := slugs[strings.ToLower(j.Slug)]; ok {

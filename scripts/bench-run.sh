@@ -9,8 +9,9 @@
 #             (0 and the default 250ms)
 #
 # and checks the targets: makespan of pneuma <= 1.05 x the baseline's;
-# pneuma's own overhead per job (job duration minus the CLI attempts minus the
-# worktree phase) <= 20 ms median; pneuma's own peak RSS (VmHWM of its
+# pneuma's own overhead per job (job duration minus the CLI process's wall
+# time, taken by the bench/claude-timed.sh wrapper, minus the worktree phase)
+# <= 20 ms median; pneuma's own peak RSS (VmHWM of its
 # process, not of its children) <= 64 MB. The exit status is that of the
 # stagger-0 variant's checks (the stagger is a deliberate delay users choose).
 #
@@ -112,12 +113,13 @@ for stagger in $staggers; do
   variants+=("$name")
   out="$tmp/$name"
   mkdir -p "$out" "$tmp/home-$name"
-  args=(run --json --claude "$claude" -j "$par")
+  args=(run --json --claude "$PWD/bench/claude-timed.sh" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
   echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
   t0=$(now_us)
-  (cd "$repo" && exec env -i "${env_p[@]}" "$pneuma" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
+  (cd "$repo" && exec env -i "${env_p[@]}" BENCH_CLAUDE="$claude" BENCH_CLI_TIMES="$out/cli_times" \
+    "$pneuma" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
   pid=$!
   # pneuma's own peak RSS: VmHWM of its process, which only grows; polled
   # without forking (a builtin read) until the process is gone.
