@@ -8,8 +8,6 @@ import (
 	"syscall"
 )
 
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
 // groupSignal signals every process in p's group (the group id is p's pid).
 // A group that no longer exists is not an error.
 func groupSignal(p *os.Process, sig syscall.Signal) error {

@@ -273,7 +273,14 @@ func resumePlan(ctx context.Context, file *runner.File, ws runner.Workspace, po 
 	if err != nil {
 		return nil, nil, &runner.ConfigError{Err: fmt.Errorf("--resume %s: %w", runID, err)}
 	}
-	return j.Plan, j, nil
+	// The plan is the journal's, not the file's as it is now; the CLI and
+	// the run-time settings are today's.
+	p := j.Plan
+	p.Binary = po.Binary
+	if po.Concurrency > 0 {
+		p.Concurrency = po.Concurrency
+	}
+	return p, j, nil
 }
 
 // rerunPlan plans a new run of the jobs that did not succeed in an earlier one.

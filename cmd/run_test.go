@@ -267,7 +267,7 @@ func TestRunDryRun(t *testing.T) {
 
 func TestRunOutputs(t *testing.T) {
 	repo := claudetest.GitRepo(t)
-	cli := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{fakecli.DefaultTurn(), {Steps: []fakecli.Step{
+	cli := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{{When: "second", Steps: []fakecli.Step{
 		{Line: fakecli.InitLine("{{session}}")},
 		{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{Subtype: "error_max_turns", IsError: true, NumTurns: 3, CostUSD: 0.5, Errors: []string{"Reached maximum number of turns (2)"}, Text: "::warning::model text\x1b[31m red"})},
 		fakecli.Exit(1),
@@ -514,4 +514,100 @@ func processAlive(pid int) bool {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+func TestKilledRunResumes(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	// "quick" finishes; "slow" hangs until pneuma is killed.
+	first := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{
+		{When: "quick", Steps: []fakecli.Step{
+			{Line: fakecli.InitLine("{{session}}")},
+			{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{Text: "quick done", NumTurns: 1, CostUSD: 0.25})},
+		}},
+		{When: "slow", Steps: []fakecli.Step{{Line: fakecli.InitLine("{{session}}")}, {Hang: true}}},
+	}})
+	path := writeJobs(t, repo, "version: 1\njobs:\n  - name: quick\n    prompt: quick job\n  - name: slow\n    prompt: slow job\n")
+	c := pneuma(t, repo, "run", "-j", "2", "--stagger", "0", "--claude", first, path)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runDir := onlyRunDir(t, repo)
+	waitJournal(t, runDir, func(j *runner.Journal) bool {
+		q, s := jobState(j, "quick"), jobState(j, "slow")
+		return q.State == runner.StateFinished && s.State == runner.StateRunning && s.SessionID != ""
+	})
+	wt := filepath.Join(repo, ".pneuma", "worktrees", filepath.Base(runDir), "slow")
+	if err := os.WriteFile(filepath.Join(wt, "partial.txt"), []byte("partial\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Process.Kill() // SIGKILL: no cleanup at all
+	_ = c.Wait()
+	for _, call := range fakecli.Calls(t, first) {
+		if processAlive(call.Pid) {
+			t.Errorf("CLI %d outlived pneuma's SIGKILL", call.Pid)
+			_ = syscall.Kill(call.Pid, syscall.SIGKILL)
+		}
+	}
+
+	// Resume with a CLI that now finishes the slow job.
+	second := fakecli.Install(t, fakecli.Scenario{})
+	r := run(t, "", nil, "run", "--resume", filepath.Base(runDir), "--claude", second, path)
+	if r.code != 0 {
+		t.Fatalf("resume exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	rep, err := report.ReadJSON(filepath.Join(runDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RunID != filepath.Base(runDir) || rep.Status != report.RunSucceeded || len(rep.Jobs) != 2 {
+		t.Fatalf("report %s %s with %d jobs", rep.RunID, rep.Status, len(rep.Jobs))
+	}
+	quick, slow := rep.Jobs[0], rep.Jobs[1]
+	if quick.Status != report.StatusSucceeded || quick.CostUSD != 0.25 || quick.Result != "quick done" {
+		t.Errorf("quick was not kept as it was: %+v", quick)
+	}
+	if slow.Status != report.StatusSucceeded {
+		t.Errorf("slow: %s/%s %s", slow.Status, slow.Reason, slow.Error)
+	}
+	calls := fakecli.Calls(t, second)
+	if len(calls) != 1 {
+		t.Fatalf("resume started the CLI %d times, want once (slow only)", len(calls))
+	}
+	if !contains(calls[0].Args, "--resume") || !contains(calls[0].Args, fakecli.DefaultSessionID) {
+		t.Errorf("slow did not continue its session: %v", calls[0].Args)
+	}
+	if got := claudetest.Git(t, repo, "show", slow.Branch+":partial.txt"); strings.TrimSpace(got) != "partial" {
+		t.Errorf("work from before the crash is not on the branch: %q", got)
+	}
+}
+
+func TestRerunFailed(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	flaky := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{{When: "second", Steps: []fakecli.Step{
+		{Line: fakecli.InitLine("{{session}}")}, fakecli.Exit(1),
+	}}}})
+	path := writeJobs(t, repo, twoJobs)
+	first := run(t, "", nil, "run", "--stagger", "0", "--claude", flaky, "--json", path)
+	if first.code != cmd.ExitFailed {
+		t.Fatalf("first run exit %d: %s", first.code, first.stderr)
+	}
+	var runID string
+	for _, line := range strings.Split(first.stdout, "\n") {
+		var e runner.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.RunID != "" {
+			runID = e.RunID
+			break
+		}
+	}
+	good := fakecli.Install(t, fakecli.Scenario{})
+	second := run(t, "", nil, "run", "--stagger", "0", "--claude", good, "--rerun-failed", runID, path)
+	if second.code != 0 {
+		t.Fatalf("rerun exit %d: %s", second.code, second.stderr)
+	}
+	calls := fakecli.Calls(t, good)
+	if len(calls) != 1 || !strings.Contains(strings.Join(calls[0].Stdin, "\n"), "second") {
+		t.Errorf("rerun ran %d jobs: %+v", len(calls), calls)
+	}
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,21 +47,52 @@ type SessionSummary struct {
 	Totals
 	Flags []string  `json:"flags,omitempty"`
 	Stats ReadStats `json:"read_stats"`
+
+	// Per-session aggregates for UsageBy: by model, and by 15-minute bucket
+	// (every time zone's offset is a multiple of 15 minutes, so buckets fold
+	// into local days exactly).
+	byModel  map[string]*Totals
+	byBucket map[int64]*Totals
 }
 
-// Corpus is a scanned projects tree: every session and its deduplicated calls.
+// bucketSpan is the time granularity of the per-session aggregates.
+const bucketSpan = 15 * 60 // seconds
+
+func (s *SessionSummary) add(c *call, prices *PriceTable) {
+	s.Totals.addCall(c, prices)
+	if s.byModel == nil {
+		s.byModel = make(map[string]*Totals)
+		s.byBucket = make(map[int64]*Totals)
+	}
+	m := s.byModel[c.model]
+	if m == nil {
+		m = &Totals{}
+		s.byModel[c.model] = m
+	}
+	m.addCall(c, prices)
+	b := int64(math.MinInt64)
+	if !c.ts.IsZero() {
+		b = c.ts.Unix()
+		if b < 0 {
+			b -= bucketSpan - 1
+		}
+		b /= bucketSpan
+	}
+	t := s.byBucket[b]
+	if t == nil {
+		t = &Totals{}
+		s.byBucket[b] = t
+	}
+	t.addCall(c, prices)
+}
+
+// Corpus is a scanned projects tree: every selected session with its
+// deduplicated usage, aggregated as the files stream by (calls are not kept,
+// so memory grows with sessions, not with the size of the history).
 type Corpus struct {
 	sessions []*SessionSummary
-	calls    []ownedCall
-	prices   *PriceTable
-	filter   Filter
 	// Stats sums what every reader skipped.
 	Stats ReadStats
-}
-
-type ownedCall struct {
-	call
-	session *SessionSummary
 }
 
 // ScanOptions configures Scan.
@@ -101,27 +133,32 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 			projs = append(projs, f.ProjectDir)
 		}
 	}
-	scans, err := scanFiles(ctx, paths, projs, opts.Summary)
-	if err != nil {
-		return nil, err
+	targets := make([]*fileScan, len(paths))
+	for i, p := range paths {
+		sid, agent := sessionOf(p)
+		targets[i] = &fileScan{path: p, sessionID: sid, agent: agent, projDir: projs[i]}
 	}
-	c := &Corpus{prices: opts.Prices, filter: opts.Filter}
+	c := &Corpus{}
 	owner := func(fs *fileScan) *SessionSummary {
 		if !fs.agent {
 			return bySID[fs.path]
 		}
 		return bySID[filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(fs.path))), fs.sessionID+".jsonl")]
 	}
-	for _, fs := range scans {
+	seen := make(map[[2]uint64]struct{})
+	err = scanOrdered(ctx, targets, opts.Summary, func(fs *fileScan) {
 		s := owner(fs)
 		if s == nil {
-			continue
+			return
 		}
 		c.Stats.Add(fs.stats)
 		s.Stats.Add(fs.stats)
 		if !fs.agent {
 			s.Project = fs.cwd
-			s.Started, s.LastActivity = fs.start, fs.last
+			s.Started = fs.start
+			if fs.last.After(s.LastActivity) {
+				s.LastActivity = fs.last
+			}
 			s.FirstPrompt, s.Prompts = Redact(fold(fs.firstPrompt, 1000)), fs.prompts
 		} else if fs.last.After(s.LastActivity) {
 			s.LastActivity = fs.last
@@ -135,26 +172,20 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		if fs.stats.Malformed+fs.stats.Oversized > 0 {
 			s.addFlag(FlagMalformed)
 		}
-	}
-	ownerOrder(scans)
-	seen := make(map[[2]uint64]struct{})
-	for _, fs := range scans {
-		s := owner(fs)
-		if s == nil {
-			continue
-		}
-		for _, cl := range fs.calls {
+		for i := range fs.calls {
+			cl := &fs.calls[i]
 			if _, dup := seen[cl.key]; dup {
 				continue
 			}
 			seen[cl.key] = struct{}{}
-			if !inRange(cl.ts, opts.Filter) {
-				continue
+			if inRange(cl.ts, opts.Filter) {
+				s.add(cl, opts.Prices)
 			}
-			c.calls = append(c.calls, ownedCall{call: cl, session: s})
-			s.Totals.addCall(&cl, opts.Prices)
 		}
 		fs.calls = nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range sessions {
 		if s.Project == "" {
@@ -174,13 +205,6 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		}
 		c.sessions = append(c.sessions, s)
 	}
-	calls := c.calls[:0]
-	for _, cl := range c.calls {
-		if matchProject(cl.session.Project, opts.Filter) {
-			calls = append(calls, cl)
-		}
-	}
-	c.calls = calls
 	sort.SliceStable(c.sessions, func(i, j int) bool {
 		return c.sessions[i].Started.Before(c.sessions[j].Started)
 	})
@@ -222,36 +246,48 @@ type UsageRow struct {
 // Key returns the row's group key.
 func (r UsageRow) Key() string { return r.Date + r.SessionID + r.Model + r.Project }
 
-// UsageBy groups the deduplicated calls by day (local time), session, model
-// or project, sorted by key (by day: chronologically).
+// UsageBy groups the deduplicated usage of the selected sessions by day (in
+// loc, local time when nil), session, model or project, sorted by key (by
+// day: chronologically).
 func (c *Corpus) UsageBy(by string, loc *time.Location) []UsageRow {
 	if loc == nil {
 		loc = time.Local
 	}
 	rows := make(map[string]*UsageRow)
-	for i := range c.calls {
-		cl := &c.calls[i]
-		var r UsageRow
-		switch by {
-		case BySession:
-			r.SessionID = cl.session.ID
-		case ByModel:
-			r.Model = cl.model
-		case ByProject:
-			r.Project = cl.session.Project
-		default:
-			r.Date = cl.ts.In(loc).Format(time.DateOnly)
-		}
+	add := func(r UsageRow, t *Totals, flags []string) {
 		k := r.Key()
 		row, ok := rows[k]
 		if !ok {
 			row = &r
-			if by == BySession {
-				row.Flags = cl.session.Flags
-			}
 			rows[k] = row
 		}
-		row.Totals.addCall(&cl.call, c.prices)
+		row.Totals.merge(t)
+		if flags != nil {
+			row.Flags = flags
+		}
+	}
+	for _, s := range c.sessions {
+		if s.APICalls == 0 {
+			continue
+		}
+		switch by {
+		case BySession:
+			add(UsageRow{SessionID: s.ID}, &s.Totals, s.Flags)
+		case ByProject:
+			add(UsageRow{Project: s.Project}, &s.Totals, nil)
+		case ByModel:
+			for m, t := range s.byModel {
+				add(UsageRow{Model: m}, t, nil)
+			}
+		default:
+			for b, t := range s.byBucket {
+				day := "unknown"
+				if b != math.MinInt64 {
+					day = time.Unix(b*bucketSpan, 0).In(loc).Format(time.DateOnly)
+				}
+				add(UsageRow{Date: day}, t, nil)
+			}
+		}
 	}
 	out := make([]UsageRow, 0, len(rows))
 	for _, r := range rows {
@@ -261,11 +297,11 @@ func (c *Corpus) UsageBy(by string, loc *time.Location) []UsageRow {
 	return out
 }
 
-// Total returns the sum over all selected calls.
+// Total returns the sum over the selected sessions.
 func (c *Corpus) Total() Totals {
 	var t Totals
-	for i := range c.calls {
-		t.addCall(&c.calls[i].call, c.prices)
+	for _, s := range c.sessions {
+		t.merge(&s.Totals)
 	}
 	return t
 }

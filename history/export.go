@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -190,11 +191,16 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	}
 	x.stats.Add(er.Stats())
 	// Subagents no tool call pointed at still belong to the session.
+	var rest []string
 	for key, sa := range x.subs {
 		if strings.HasPrefix(key, "agent:") && !x.done[sa.AgentID] {
-			if err := x.subagent(ctx, sa, "", 0); err != nil {
-				return err
-			}
+			rest = append(rest, key)
+		}
+	}
+	slices.Sort(rest)
+	for _, key := range rest {
+		if err := x.subagent(ctx, x.subs[key], "", 0); err != nil {
+			return err
 		}
 	}
 	return r.end(Footer{Usage: x.totals, Stats: x.stats})
@@ -260,7 +266,10 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 		}
 	}
 	// A tool_result naming an agent the tool call did not (no meta file).
-	if e.Type == "user" {
+	// Only Agent results are decoded again: other toolUseResults can be MBs.
+	if e.Type == "user" && slices.ContainsFunc(rec.Blocks, func(b RBlock) bool {
+		return b.Type == "tool_result" && (b.ToolName == "Agent" || b.ToolName == "Task")
+	}) {
 		if id := e.ResultAgentID(); id != "" && !x.done[id] {
 			if sa, ok := x.subs["agent:"+id]; ok {
 				return x.subagent(ctx, sa, "", depth)

@@ -63,6 +63,30 @@ func (t Totals) Tokens() int64 {
 	return t.InputTokens + t.OutputTokens + t.CacheReadInputTokens + t.CacheCreationInputTokens
 }
 
+// merge adds o into t.
+func (t *Totals) merge(o *Totals) {
+	t.InputTokens += o.InputTokens
+	t.OutputTokens += o.OutputTokens
+	t.CacheReadInputTokens += o.CacheReadInputTokens
+	t.CacheCreationInputTokens += o.CacheCreationInputTokens
+	t.CostUSD += o.CostUSD
+	t.APICalls += o.APICalls
+	t.UnpricedCalls += o.UnpricedCalls
+	for _, m := range o.UnpricedModels {
+		t.addUnpriced(m)
+	}
+}
+
+func (t *Totals) addUnpriced(model string) {
+	for _, m := range t.UnpricedModels {
+		if m == model {
+			return
+		}
+	}
+	t.UnpricedModels = append(t.UnpricedModels, model)
+	sort.Strings(t.UnpricedModels)
+}
+
 func (t *Totals) addCall(c *call, prices *PriceTable) {
 	t.InputTokens += c.usage.InputTokens
 	t.OutputTokens += c.usage.OutputTokens
@@ -74,13 +98,7 @@ func (t *Totals) addCall(c *call, prices *PriceTable) {
 		return
 	}
 	t.UnpricedCalls++
-	for _, m := range t.UnpricedModels {
-		if m == c.model {
-			return
-		}
-	}
-	t.UnpricedModels = append(t.UnpricedModels, c.model)
-	sort.Strings(t.UnpricedModels)
+	t.addUnpriced(c.model)
 }
 
 // call is one deduplicated API response.
@@ -101,7 +119,6 @@ type fileScan struct {
 	cwd       string
 	start     time.Time // first timestamp
 	last      time.Time // last timestamp
-	forkLike  bool      // first line is a "mode" entry, as in a --fork-session copy
 	calls     []call
 	stats     ReadStats
 
@@ -161,7 +178,6 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	s.lr.Reset(f)
 	seen := make(map[[2]uint64]struct{})
 	models := make(map[string]string)
-	first := true
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -195,10 +211,6 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if err := scanLine(line, li, s.summary); err != nil {
 			fs.stats.Malformed++
 			continue
-		}
-		if first {
-			first = false
-			fs.forkLike = li.typ == "mode"
 		}
 		var ts time.Time
 		if li.timestamp != "" {
@@ -341,53 +353,62 @@ func sessionOf(path string) (sid string, agent bool) {
 	return strings.TrimSuffix(filepath.Base(path), ".jsonl"), false
 }
 
-// scanFiles scans files in parallel, GOMAXPROCS at a time.
-func scanFiles(ctx context.Context, paths []string, projDirs []string, summary bool) ([]*fileScan, error) {
-	out := make([]*fileScan, len(paths))
-	for i, p := range paths {
-		sid, agent := sessionOf(p)
-		out[i] = &fileScan{path: p, sessionID: sid, agent: agent, projDir: projDirs[i]}
+// peekStart reads the beginning of a transcript for the first timestamp and
+// whether it starts like a --fork-session copy (a "mode" line), which is
+// enough to order files by who wrote a call first without reading them.
+func peekStart(path string) (start time.Time, forkLike bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, false
 	}
-	workers := runtime.GOMAXPROCS(0)
-	next := make(chan *fileScan)
-	g, ctx := errgroup.WithContext(ctx)
-	for w := 0; w < workers; w++ {
-		g.Go(func() error {
-			s := newScanner(summary)
-			for fs := range next {
-				if err := s.scanFile(ctx, fs); err != nil {
-					if errors.Is(err, os.ErrNotExist) {
-						continue // removed by the CLI's cleanup while we read
-					}
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		defer close(next)
-		for _, fs := range out {
-			select {
-			case next <- fs:
-			case <-ctx.Done():
-				return ctx.Err()
+	defer f.Close()
+	buf := make([]byte, 0, 8<<10)
+	for len(buf) < 1<<20 {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if i := bytes.Index(buf, timestampKey); i >= 0 {
+			rest := buf[i+len(timestampKey):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 {
+				start, _ = time.Parse(time.RFC3339Nano, string(rest[:j]))
+				break
 			}
 		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		return nil, err
+		if err != nil {
+			break
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+		}
 	}
-	return out, nil
+	return start, bytes.HasPrefix(buf, []byte(`{"type":"mode"`))
 }
 
-// ownerOrder sorts scans so that the file a call was first written to comes
-// first: a fork copies its parent's lines with their timestamps, so at equal
-// start times the fork (which begins with a "mode" line) goes last.
-func ownerOrder(scans []*fileScan) {
-	sort.SliceStable(scans, func(i, j int) bool {
-		a, b := scans[i], scans[j]
+var timestampKey = []byte(`"timestamp":"`)
+
+// scanTarget is one file to scan and its place in the owner order.
+type scanTarget struct {
+	fs       *fileScan
+	start    time.Time
+	forkLike bool
+}
+
+// scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
+// result to merge in owner order: the file a call was first written to comes
+// first, so a fork, which copies its parent's lines with their timestamps
+// (and begins with a "mode" line), is merged after its parent. At most a few
+// results per worker wait for merging, so memory does not grow with the
+// number of files.
+func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge func(*fileScan)) error {
+	order := make([]scanTarget, len(targets))
+	for i, fs := range targets {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start, fork := peekStart(fs.path)
+		order[i] = scanTarget{fs: fs, start: start, forkLike: fork}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
 		switch {
 		case a.start.IsZero() != b.start.IsZero():
 			return !a.start.IsZero()
@@ -395,11 +416,61 @@ func ownerOrder(scans []*fileScan) {
 			return a.start.Before(b.start)
 		case a.forkLike != b.forkLike:
 			return !a.forkLike
-		case a.agent != b.agent:
-			return !a.agent
+		case a.fs.agent != b.fs.agent:
+			return !a.fs.agent
 		}
-		return a.path < b.path
+		return a.fs.path < b.fs.path
 	})
+	workers := runtime.GOMAXPROCS(0)
+	done := make([]chan *fileScan, len(order))
+	for i := range done {
+		done[i] = make(chan *fileScan, 1)
+	}
+	jobs := make(chan int)
+	window := make(chan struct{}, 4*workers) // results scanned but not merged
+	g, ctx := errgroup.WithContext(ctx)
+	for w := 0; w < workers; w++ {
+		g.Go(func() error {
+			s := newScanner(summary)
+			for i := range jobs {
+				fs := order[i].fs
+				if err := s.scanFile(ctx, fs); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err // a file removed by the CLI's cleanup meanwhile is empty
+				}
+				done[i] <- fs
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(jobs)
+		for i := range order {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for i := range order {
+			select {
+			case fs := <-done[i]:
+				merge(fs)
+				<-window
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // TranscriptUsage returns the deduplicated usage and estimated cost of one
@@ -410,18 +481,17 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 	if prices == nil {
 		prices = DefaultPrices()
 	}
-	paths := append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...)
-	proj := make([]string, len(paths))
-	scans, err := scanFiles(ctx, paths, proj, false)
-	if err != nil {
-		return Totals{}, err
-	}
 	if _, err := os.Stat(sessionFile); err != nil {
 		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
+	var targets []*fileScan
+	for _, p := range append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...) {
+		sid, agent := sessionOf(p)
+		targets = append(targets, &fileScan{path: p, sessionID: sid, agent: agent})
+	}
 	var t Totals
 	seen := make(map[[2]uint64]struct{})
-	for _, fs := range scans {
+	err := scanOrdered(ctx, targets, false, func(fs *fileScan) {
 		for i := range fs.calls {
 			c := &fs.calls[i]
 			if _, dup := seen[c.key]; dup {
@@ -430,6 +500,9 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 			seen[c.key] = struct{}{}
 			t.addCall(c, prices)
 		}
+	})
+	if err != nil {
+		return Totals{}, err
 	}
 	return t, nil
 }

@@ -96,10 +96,12 @@ type RuleError struct {
 	Err   error
 }
 
+// Error reports the list, index and text of the rule and what is wrong.
 func (e *RuleError) Error() string {
 	return fmt.Sprintf("policy %s[%d] %q: %v", e.List, e.Index, e.Rule, e.Err)
 }
 
+// Unwrap returns the underlying problem.
 func (e *RuleError) Unwrap() error { return e.Err }
 
 // Compile checks every rule of s and compiles it. It reports every bad rule
@@ -174,6 +176,28 @@ type input struct {
 	Path         string `json:"path"`
 	URL          string `json:"url"`
 	SubagentType string `json:"subagent_type"`
+	Pattern      string `json:"pattern"`
+}
+
+// globBase is the directory a Glob pattern starts from: base joined with
+// the pattern's segments up to the first one holding a wildcard.
+func globBase(base, pattern string) string {
+	var fixed []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if strings.ContainsAny(seg, "*?[{") {
+			break
+		}
+		fixed = append(fixed, seg)
+	}
+	p := strings.Join(fixed, "/")
+	switch {
+	case path.IsAbs(pattern):
+		return path.Clean("/" + p)
+	case base == "":
+		return p
+	default:
+		return path.Join(base, p)
+	}
 }
 
 // Decide applies the policy to c. It never panics, whatever the input.
@@ -230,6 +254,11 @@ func (p *Policy) callTargets(tool string, in input, cwd string) []target {
 		}
 		if f == "" && (tool == "Glob" || tool == "Grep" || tool == "LS") {
 			f = cwd
+		}
+		if tool == "Glob" && in.Pattern != "" {
+			// A Glob pattern can leave its base (../secrets/*, /etc/**):
+			// judge the directory its fixed part names.
+			f = globBase(f, filepath.ToSlash(in.Pattern))
 		}
 		f = filepath.ToSlash(f)
 		if f == "" || strings.ContainsRune(f, 0) {

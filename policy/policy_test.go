@@ -153,6 +153,9 @@ func TestBashDeny(t *testing.T) {
 		{"sudo -u root rm -rf /", "Bash(rm -rf *)"},
 		{"echo / | xargs rm -rf", "Bash(rm -rf *)"},
 		{"find . -exec rm -rf {} +", "Bash(rm -rf *)"},
+		{`find . -exec sh -c 'rm -rf "$1"' _ {} \;`, "Bash(rm -rf *)"},
+		{`echo x | xargs bash -c "git push"`, "Bash(git push*)"},
+		{"go test -exec 'rm -rf /' ./...", "Bash(rm -rf *)"},
 		{"/bin/rm -rf /", "Bash(rm -rf *)"},
 		{`\rm -rf /`, "Bash(rm -rf *)"},
 		{`'rm' -rf /`, "Bash(rm -rf *)"},
@@ -272,6 +275,10 @@ func TestFileRules(t *testing.T) {
 		{"Read(src/**)", fileCall("Grep", "path", "/work/proj/src", cwd), true},
 		{"Read(src/**)", fileCall("Glob", "pattern", "**/*.go", cwd), false}, // no path: the cwd, not in src
 		{"Read(**)", fileCall("Glob", "pattern", "**/*.go", cwd), true},
+		{"Read(**)", fileCall("Glob", "pattern", "../../etc/*", cwd), false},
+		{"Read(**)", fileCall("Glob", "pattern", "/etc/**", cwd), false},
+		{"Read(//etc/**)", fileCall("Glob", "pattern", "/etc/*.conf", cwd), true},
+		{"Read(src/**)", fileCall("Glob", "pattern", "src/**/*.go", cwd), true},
 		{"Edit(src/**)", fileCall("Write", "file_path", "/work/proj/src/a.go", cwd), true},
 		{"Edit(src/**)", fileCall("MultiEdit", "file_path", "/work/proj/src/a.go", cwd), true},
 		{"Edit(nb/**)", fileCall("NotebookEdit", "notebook_path", "/work/proj/nb/a.ipynb", cwd), true},
@@ -400,7 +407,7 @@ func TestCompileErrors(t *testing.T) {
 		{"WebSearch(golang)", "cannot match a specifier"},
 		{"mcp__github(x)", "no specifier"},
 		{"mcp____x", "invalid MCP"},
-		{"mcp__gh__a*", "wildcard"},
+		{"mcp__gh__a*", "invalid tool name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -484,9 +491,14 @@ func FuzzDecide(f *testing.F) {
 		if d.Allow == (d.Message != "") {
 			t.Fatalf("inconsistent decision %+v", d)
 		}
-		if tool == "Bash" && d.Allow && strings.Contains(s, "rm -rf ") && !strings.ContainsAny(s, `'"\#`) {
-			// rm -rf outside quotes and comments must be caught by the deny rule.
-			t.Fatalf("%q allowed: %+v", s, d)
+		if tool == "Bash" && d.Allow && !strings.ContainsAny(s, `'"\#{`) {
+			// rm -rf run after an operator or in a substitution, outside
+			// quotes, comments and ${...}, must be caught by the deny rule.
+			for _, lead := range []string{";", "&", "|", "\n", "$(", "`", "("} {
+				if strings.Contains(s, lead+"rm -rf ") || strings.Contains(s, lead+" rm -rf ") {
+					t.Fatalf("%q allowed: %+v", s, d)
+				}
+			}
 		}
 		p.Decide(Call{Tool: tool, Input: json.RawMessage(s), Cwd: s})
 		Summarize(tool, json.RawMessage(s), 80)

@@ -12,9 +12,12 @@ import (
 // Marker replaces every redacted secret.
 const Marker = "[REDACTED]"
 
-// secretName is the part of a variable, key or flag name that marks its
-// value as a secret.
-const secretName = `[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd)[A-Za-z0-9_.-]*`
+// secretWord in a variable, key or flag name marks its value as a secret.
+const (
+	secretWord = `(?:key|token|secret|password|passwd)`
+	nameChars  = `[A-Za-z0-9_.-]*`
+	secretName = nameChars + secretWord + nameChars
+)
 
 // redactions run in order. Each keeps only text of its input plus Marker, so
 // the output never grows by more than the markers it contains, and each
@@ -44,7 +47,9 @@ var redactions = []struct {
 	// API_KEY=value, --token=value.
 	{regexp.MustCompile(`(?i)\b(` + secretName + `=)(?:\[REDACTED\]|"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'&;|,)}\]]+)`), "${1}" + Marker},
 	// api_key: value (YAML, HTTP headers).
-	{regexp.MustCompile(`(?i)\b(` + secretName + `:[ \t]*)(?:\[REDACTED\]|[^\s"',;)}\]]+)`), "${1}" + Marker},
+	// Only names that cannot be a plain word (api_key, X-Api-Key) or are
+	// exactly password, so that prose like "the secret: go" survives.
+	{regexp.MustCompile(`(?i)\b((?:[A-Za-z0-9.]*[_-]` + secretName + `|` + nameChars + secretWord + `[_-]` + nameChars + `|password|passwd):[ \t]*)(?:\[REDACTED\]|[^\s"',;)}\]]+)`), "${1}" + Marker},
 	// --token value.
 	{regexp.MustCompile(`(?i)(\s--?` + secretName + `[ \t]+)(?:\[REDACTED\]|[^\s\-"'][^\s"']*|"(?:[^"\\]|\\.)*"|'[^']*')`), "${1}" + Marker},
 }
@@ -197,7 +202,7 @@ func truncate(s string, max int) string {
 	n := 0
 	for i := range s {
 		if n == max-1 {
-			return s[:i] + "…"
+			return strings.TrimRight(s[:i], " ") + "…"
 		}
 		n++
 	}

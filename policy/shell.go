@@ -124,19 +124,21 @@ func parseShell(s string, depth int) parsedShell {
 	}
 	flush()
 
-	// Code hidden in interpreters and eval is looked at for deny rules.
+	// Code hidden in eval and shell -c strings is looked at for deny rules,
+	// also where another command starts the shell (xargs sh -c, find -exec
+	// bash -c, sudo bash -c).
 	for _, c := range p.cmds {
 		w := unwrap(c.words)
-		if len(w) == 0 {
-			continue
-		}
-		switch name := path.Base(w[0]); {
-		case name == "eval":
+		if len(w) > 0 && w[0] == "eval" {
 			p.nested = append(p.nested, strings.Join(w[1:], " "))
-		case shellInterpreters[name]:
-			for i := 1; i+1 < len(w); i++ {
-				if strings.HasPrefix(w[i], "-") && !strings.HasPrefix(w[i], "--") && strings.Contains(w[i], "c") {
-					p.nested = append(p.nested, w[i+1])
+		}
+		for i := 0; i < len(w) && i <= maxTails; i++ {
+			if name := path.Base(w[i]); !shellInterpreters[name] || name == "." || name == "source" || name == "eval" {
+				continue
+			}
+			for j := i + 1; j+1 < len(w) && strings.HasPrefix(w[j], "-"); j++ {
+				if !strings.HasPrefix(w[j], "--") && strings.Contains(w[j], "c") {
+					p.nested = append(p.nested, w[j+1])
 					break
 				}
 			}
@@ -457,10 +459,12 @@ func (lx *lexer) word() token {
 			}
 			if j >= len(s) {
 				lx.opaque = true
-				j = len(s) - 1
+				val.WriteString(s[lx.i+2:])
+				lx.i = len(s)
+			} else {
+				val.WriteString(s[lx.i+2 : j])
+				lx.i = j + 1
 			}
-			val.WriteString(s[lx.i+2 : min(j, len(s))])
-			lx.i = min(j+1, len(s))
 		case b == '"':
 			lx.i++
 			for lx.i < len(s) && s[lx.i] != '"' {

@@ -256,7 +256,7 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		OnControl: onControl,
 	})
 	if err != nil {
-		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, fmt.Sprintf("start claude: %v", err)
+		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, err.Error()
 		return a
 	}
 	if job.Policy != nil {

@@ -36,9 +36,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jobs := fs.String("jobs", "jobs.example.yaml", "the jobs file to run (copied into the demo workspace)")
+	parent := fs.String("workdir", "", "create the demo workspace under this directory (default: the system's temporary directory)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on the whole run after this long")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: demo [-jobs FILE] [-timeout D] PNEUMA_BINARY CLAUDE_BINARY")
+		fmt.Fprintln(stderr, "usage: demo [-jobs FILE] [-workdir DIR] [-timeout D] PNEUMA_BINARY CLAUDE_BINARY")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -60,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
-			return demo(ctx, *jobs, pneuma, claude, stdout, stderr)
+			return demo(ctx, *jobs, *parent, pneuma, claude, stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, "demo:", err)
@@ -83,8 +84,8 @@ func absExecutable(p string) (string, error) {
 	return abs, nil
 }
 
-func demo(ctx context.Context, jobsExample, pneuma, claude string, stdout, stderr io.Writer) int {
-	w, err := newWorkspace(ctx, jobsExample)
+func demo(ctx context.Context, jobsExample, parent, pneuma, claude string, stdout, stderr io.Writer) int {
+	w, err := newWorkspace(ctx, jobsExample, parent)
 	if err != nil {
 		fmt.Fprintln(stderr, "demo: set up the workspace:", err)
 		return 3

@@ -97,14 +97,15 @@ var otherHistory = []struct{ file, content, msg string }{
 	{"go.mod", "module example.com/other-service\n\ngo 1.26\n", "Build with Go 1.26"},
 }
 
-// newWorkspace builds the workspace in a new directory under the system's
-// temporary directory, with a copy of jobsExample as App/jobs.yaml.
-func newWorkspace(ctx context.Context, jobsExample string) (*workspace, error) {
+// newWorkspace builds the workspace in a new directory under parent (the
+// system's temporary directory when empty), with a copy of jobsExample as
+// App/jobs.yaml.
+func newWorkspace(ctx context.Context, jobsExample, parent string) (*workspace, error) {
 	example, err := os.ReadFile(jobsExample)
 	if err != nil {
 		return nil, fmt.Errorf("read the example jobs file: %w", err)
 	}
-	root, err := os.MkdirTemp("", "pneuma-demo-")
+	root, err := os.MkdirTemp(parent, "pneuma-demo-")
 	if err != nil {
 		return nil, fmt.Errorf("create the demo directory: %w", err)
 	}

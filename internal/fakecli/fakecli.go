@@ -60,10 +60,15 @@ type Scenario struct {
 
 // Turn is what the fake writes in answer to one user message.
 type Turn struct {
+	// When, if set, plays this turn for any user message containing it
+	// (so one fake can answer several jobs differently); such turns are
+	// not part of the sequence.
+	When  string `json:"when,omitempty"`
 	Steps []Step `json:"steps"`
 }
 
-// Step is one action; set exactly one field. Text fields have {{session}}
+// Step is one action; set exactly one action field (Detached only
+// qualifies Grandchild). Text fields have {{session}}
 // replaced by the session id (--session-id, --resume, else
 // DefaultSessionID) and {{response}} by the last control_response received
 // for an AwaitResponse step.
@@ -239,6 +244,7 @@ type fake struct {
 	eof      bool        // lines is closed and drained
 	response string      // last awaited control_response
 	turn     int
+	plain    int // sequential (When-less) turns played
 	inTurn   atomic.Bool
 }
 
@@ -279,7 +285,7 @@ func (f *fake) run(args []string) int {
 	// call knows SIGINT will be handled like the real CLI's.
 	f.record(args)
 
-	if code, exit := f.steps(f.s.Start); exit {
+	if code, stop := f.steps(f.s.Start); stop {
 		return code
 	}
 	go f.readStdin()
@@ -294,7 +300,7 @@ func (f *fake) run(args []string) int {
 			}
 			line = l
 		}
-		if code, exit := f.handle(line, true); exit {
+		if code, stop := f.handle(line, true); stop {
 			return code
 		}
 	}
@@ -335,9 +341,31 @@ func (f *fake) readStdin() {
 	}
 }
 
+// turnFor picks the Turn that answers a user message line: the first whose
+// When occurs in it, else the next Turn without a When, else DefaultTurn.
+func (f *fake) turnFor(line string) Turn {
+	for _, t := range f.s.Turns {
+		if t.When != "" && strings.Contains(line, t.When) {
+			return t
+		}
+	}
+	n := 0
+	for _, t := range f.s.Turns {
+		if t.When != "" {
+			continue
+		}
+		if n == f.plain {
+			f.plain++
+			return t
+		}
+		n++
+	}
+	return DefaultTurn()
+}
+
 // handle reacts to one stdin line. idle is true outside a turn. It reports
 // whether the fake must exit, and with which code.
-func (f *fake) handle(line string, idle bool) (code int, exit bool) {
+func (f *fake) handle(line string, idle bool) (code int, stop bool) {
 	var msg struct {
 		Type      string          `json:"type"`
 		RequestID string          `json:"request_id"`
@@ -353,10 +381,7 @@ func (f *fake) handle(line string, idle bool) (code int, exit bool) {
 			f.queued = append(f.queued, line)
 			return 0, false
 		}
-		t := DefaultTurn()
-		if f.turn < len(f.s.Turns) {
-			t = f.s.Turns[f.turn]
-		}
+		t := f.turnFor(line)
 		f.turn++
 		f.inTurn.Store(true)
 		defer f.inTurn.Store(false)
@@ -379,7 +404,7 @@ func (f *fake) handle(line string, idle bool) (code int, exit bool) {
 }
 
 // steps runs a list of steps. It reports whether the fake must exit.
-func (f *fake) steps(steps []Step) (code int, exit bool) {
+func (f *fake) steps(steps []Step) (code int, stop bool) {
 	for _, st := range steps {
 		switch {
 		case st.Line != "":
