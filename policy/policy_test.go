@@ -453,10 +453,10 @@ func TestTools(t *testing.T) {
 
 func TestOddInputs(t *testing.T) {
 	p := mustCompile(t, Spec{Allow: []string{"Bash(go test *)", "Write(src/**)", "WebFetch(domain:x.io)"}, Deny: []string{"Bash(rm *)", "Read(//etc/**)"}})
-	huge := strings.Repeat("go test ./... && ", 20000) + "rm -rf /"
+	huge := strings.Repeat("go test ./... && ", 2000) + "rm -rf /"
 	inputs := []json.RawMessage{nil, json.RawMessage(``), json.RawMessage(`null`), json.RawMessage(`[]`), json.RawMessage(`"x"`),
 		json.RawMessage(`{"command": null}`), json.RawMessage(`{"command": ["a"]}`), json.RawMessage(`{"file_path": "\u0000"}`),
-		json.RawMessage(`{broken`), mustJSON(map[string]string{"command": huge, "file_path": strings.Repeat("a/", 50000)})}
+		json.RawMessage(`{broken`), mustJSON(map[string]string{"command": huge, "file_path": strings.Repeat("a/", 5000)})}
 	for _, tool := range []string{"Bash", "Write", "Read", "WebFetch", "Glob", "mcp__x__y", ""} {
 		for _, in := range inputs {
 			d := p.Decide(Call{Tool: tool, Input: in, Cwd: "/w"})

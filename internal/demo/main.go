@@ -57,9 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		var claude string
 		if claude, err = absExecutable(rest[1]); err == nil {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			ctx, cancel := context.WithTimeout(ctx, *timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
 			return demo(ctx, *jobs, *parent, pneuma, claude, stdout, stderr)
 		}
@@ -113,12 +111,35 @@ func demo(ctx context.Context, jobsExample, parent, pneuma, claude string, stdou
 	cmd.Dir = w.App
 	cmd.Env = environ(w.Home, api.URL)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, stdout, stderr
-	// pneuma handles SIGINT itself (two-stage stop); on our deadline it gets
-	// SIGINT first, then is killed after a grace period.
+	// pneuma stops its jobs itself on SIGINT (a second one kills them at
+	// once), so it gets exactly one: at our deadline, or when we are sent
+	// SIGTERM. A Ctrl-C at the terminal already reaches it directly (same
+	// process group); forwarding that too would count as the second.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 15 * time.Second
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, "demo: run pneuma:", err)
+		return 3
+	}
+	waited := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == syscall.SIGTERM {
+					_ = cmd.Process.Signal(os.Interrupt)
+				}
+			case <-waited:
+				return
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(waited)
 	code := 0
 	var exitErr *exec.ExitError
 	switch {
@@ -129,7 +150,7 @@ func demo(ctx context.Context, jobsExample, parent, pneuma, claude string, stdou
 		return 3
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "demo: stopped:", context.Cause(ctx))
+		fmt.Fprintln(stderr, "demo: stopped pneuma: the demo's -timeout passed")
 	}
 	fmt.Fprintf(stdout, "\npneuma demo: pneuma exited %d after %s\n", code, time.Since(start).Round(100*time.Millisecond))
 	where(ctx, w, logPath, stdout)
