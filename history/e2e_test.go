@@ -98,7 +98,9 @@ var scenarios = []scenario{
 		handler: func(string) fakeapi.Handler {
 			return fakeapi.Sequence(
 				fakeapi.ToolUse(fakeapi.Bash("echo one")).WithText("Running a command.").WithUsage(fakeapi.Usage{Input: 300, Output: 40, CacheWrite: 1000}),
-				fakeapi.ToolUse(fakeapi.Bash("echo two"), fakeapi.Bash("echo three")).WithUsage(fakeapi.Usage{Input: 50, Output: 60, CacheRead: 1000}),
+				// Two tools at once; the CLI records their results as they finish,
+				// so the slower one goes second whatever the machine load.
+				fakeapi.ToolUse(fakeapi.Bash("sleep 2; echo two"), fakeapi.Bash("echo three")).WithUsage(fakeapi.Usage{Input: 50, Output: 60, CacheRead: 1000}),
 				fakeapi.Text("All three commands ran.").WithUsage(fakeapi.Usage{Input: 70, Output: 12, CacheRead: 1300}),
 			)
 		},

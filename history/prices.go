@@ -33,9 +33,19 @@ type LongContextPrice struct {
 	Output    float64 `json:"output"`
 }
 
-// PriceTable maps normalised model names (families) to prices.
+// PriceTable maps normalised model names (families) to prices. Models must
+// not change once the table is used: lookups are cached.
 type PriceTable struct {
 	Models map[string]Price `json:"models"`
+
+	// lookups caches model name → lookupResult: normalising takes regexps,
+	// and a history holds few distinct names but many calls.
+	lookups sync.Map
+}
+
+type lookupResult struct {
+	price Price
+	ok    bool
 }
 
 // DefaultPrices returns the table embedded in the binary.
@@ -123,7 +133,11 @@ func (t *PriceTable) Lookup(model string) (Price, bool) {
 	if t == nil {
 		return Price{}, false
 	}
+	if r, ok := t.lookups.Load(model); ok {
+		return r.(lookupResult).price, r.(lookupResult).ok
+	}
 	p, ok := t.Models[NormalizeModel(model)]
+	t.lookups.Store(model, lookupResult{p, ok})
 	return p, ok
 }
 

@@ -175,7 +175,7 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 			class = " class=\"err\""
 		}
 		lines := strings.Count(b.Text, "\n") + 1
-		h.printf("<details%s><summary>%s · %d lines</summary><pre>%s</pre></details>\n", class, esc(label), lines, esc(Redact(fold(b.Text, h.fold))))
+		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc(Redact(fold(b.Text, h.fold))))
 	default:
 		h.printf("<div class=\"meta\">[%s]</div>\n", esc(b.Type))
 	}

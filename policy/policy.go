@@ -50,7 +50,9 @@
 // prefixes (/bin/rm) removed. An allow needs every part allowed. A command
 // that runs code no rule can see (command or process substitution,
 // subshells, shells and eval, loops and case, a command name taken from a
-// variable) is allowed only by a bare Bash rule. An output redirection to a
+// variable) is allowed only by a bare Bash rule. Parts that only move the
+// shell (cd dir, pwd, true, false, :) need no rule of their own, but a
+// command made only of them is left to the default. An output redirection to a
 // file (> out.txt, not 2>&1 or >/dev/null) is allowed only by a rule that
 // itself contains ">". Allow rules match the command as written, or with
 // harmless wrappers (timeout, nice, nohup, time, stdbuf) and well-known
@@ -63,6 +65,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Spec is a policy as written in the jobs file.
@@ -76,14 +79,19 @@ type Spec struct {
 	Default string `yaml:"default" json:"default,omitempty"`
 	// Message is added to every denial, for the model to read.
 	Message string `yaml:"message" json:"message,omitempty"`
+	// BashTimeout caps the run time of every allowed Bash command ("2m"):
+	// pneuma allows the call with its input edited to carry this timeout
+	// (or a shorter one the model asked for).
+	BashTimeout string `yaml:"bash_timeout" json:"bash_timeout,omitempty"`
 }
 
 // Policy is a compiled Spec. The zero value and a nil *Policy allow every
 // call. A Policy is safe for concurrent use.
 type Policy struct {
-	allow, deny  []rule
-	defaultAllow bool
-	message      string
+	bashTimeout time.Duration
+	allow, deny []rule
+	defaultDeny bool
+	message     string
 }
 
 // RuleError is a rule that does not compile. List is "allow" or "deny" and
@@ -126,13 +134,24 @@ func Compile(s Spec) (*Policy, []error) {
 		}
 		p.deny = append(p.deny, r)
 	}
+	if t := strings.TrimSpace(s.BashTimeout); t != "" {
+		d, err := time.ParseDuration(t)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("policy bash_timeout %q: write a duration such as 2m or 90s", s.BashTimeout))
+		case d < time.Second || d > maxBashTimeout:
+			errs = append(errs, fmt.Errorf("policy bash_timeout %s: must be between 1s and %s (the Bash tool's limit)", d, maxBashTimeout))
+		default:
+			p.bashTimeout = d
+		}
+	}
 	switch strings.ToLower(strings.TrimSpace(s.Default)) {
 	case "":
-		p.defaultAllow = len(s.Allow) == 0
+		p.defaultDeny = len(s.Allow) > 0
 	case "allow":
-		p.defaultAllow = true
+		p.defaultDeny = false
 	case "deny":
-		p.defaultAllow = false
+		p.defaultDeny = true
 	default:
 		errs = append(errs, fmt.Errorf(`policy default %q: must be "allow" or "deny" (when unset: "deny" if there are allow rules, else "allow")`, s.Default))
 	}
@@ -154,9 +173,15 @@ type Call struct {
 	Cwd string
 }
 
+// maxBashTimeout is the Bash tool's own upper limit on its timeout input.
+const maxBashTimeout = 10 * time.Minute
+
 // Decision is the verdict on a Call.
 type Decision struct {
 	Allow bool
+	// UpdatedInput, when set on an allowed call, is the input the tool must
+	// run with instead of the model's (the policy edited it).
+	UpdatedInput json.RawMessage
 	// Rule is the text of the rule that decided ("Bash(go test *)"; for a
 	// compound command the allow rules that matched, joined by ", "), or
 	// "default" when no rule did.
@@ -200,6 +225,25 @@ func globBase(base, pattern string) string {
 	}
 }
 
+// withTimeout returns a Bash input whose "timeout" (milliseconds) is at most
+// limit; nil when the input is not an object or already within the limit.
+func withTimeout(raw json.RawMessage, limit time.Duration) json.RawMessage {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil
+	}
+	ms := float64(limit.Milliseconds())
+	if cur, ok := m["timeout"].(float64); ok && cur > 0 && cur <= ms {
+		return nil
+	}
+	m["timeout"] = ms
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
 // Decide applies the policy to c. It never panics, whatever the input.
 func (p *Policy) Decide(c Call) Decision {
 	if p == nil {
@@ -214,7 +258,11 @@ func (p *Policy) Decide(c Call) Decision {
 		cwd = path.Clean(filepath.ToSlash(c.Cwd))
 	}
 	if c.Tool == "Bash" {
-		return p.decideBash(in.Command)
+		d := p.decideBash(in.Command)
+		if d.Allow && p.bashTimeout > 0 {
+			d.UpdatedInput = withTimeout(c.Input, p.bashTimeout)
+		}
+		return d
 	}
 	targets := p.callTargets(c.Tool, in, cwd)
 	for i := range p.deny {
@@ -416,6 +464,9 @@ func (p *Policy) decideBash(cmdline string) Decision {
 		if c.opaque {
 			return p.byDefault(fmt.Sprintf("%q runs code that rules cannot inspect (substitution, subshell, shell, eval, loop); only a bare Bash rule allows it", clip(c.text())))
 		}
+		if neutral(c) {
+			continue
+		}
 		r := allowMatch(bashRules, c)
 		if r == nil {
 			why := fmt.Sprintf("no allow rule matches %q", clip(c.text()))
@@ -428,7 +479,27 @@ func (p *Policy) decideBash(cmdline string) Decision {
 			used = append(used, r.text)
 		}
 	}
+	if len(used) == 0 {
+		return p.byDefault("no allow rule matches this Bash call")
+	}
 	return Decision{Allow: true, Rule: strings.Join(used, ", ")}
+}
+
+// neutral reports parts of a compound command that need no allow rule of
+// their own because they change nothing but the shell's directory:
+// cd [dir], pwd, true, false and ":". The model writes `cd dir && go test`
+// all the time; rules are textual, so the directory does not widen them.
+func neutral(c command) bool {
+	if c.opaque || c.writes || len(c.words) == 0 || len(c.words) > 2 {
+		return false
+	}
+	switch c.words[0] {
+	case "cd":
+		return true
+	case "pwd", "true", "false", ":":
+		return len(c.words) == 1
+	}
+	return false
 }
 
 // allowMatch finds an allow rule for one simple command.
@@ -531,7 +602,7 @@ func (p *Policy) denied(rule, why string) Decision {
 
 // byDefault builds the decision for a call no rule settled.
 func (p *Policy) byDefault(why string) Decision {
-	if p.defaultAllow {
+	if !p.defaultDeny {
 		return Decision{Allow: true, Rule: DefaultRule}
 	}
 	return Decision{Rule: DefaultRule, Message: p.explain("pneuma policy denied this call: " + why + " (policy default: deny)")}
@@ -566,4 +637,4 @@ func (p *Policy) Tools() (allowed, denied []string) {
 }
 
 // DefaultAllow reports the decision for calls no rule matches.
-func (p *Policy) DefaultAllow() bool { return p == nil || p.defaultAllow }
+func (p *Policy) DefaultAllow() bool { return p == nil || !p.defaultDeny }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func mustCompile(t *testing.T, s Spec) *Policy {
@@ -107,6 +108,12 @@ func TestBashRules(t *testing.T) {
 		{"Bash(cat *)", "cat <<'EOF'\nrm -rf /; echo\nEOF", true},
 		{"Bash(cat *)", "cat <<EOF\n$(rm -rf /)\nEOF", false},
 		{"Bash(cat *)", "cat <<EOF\nhello\nEOF\nrm -rf /", false},
+		// cd and other neutral parts need no rule of their own.
+		{"Bash(go test *)", "cd /work/proj/sub && go test ./...", true},
+		{"Bash(go test *)", "cd sub; pwd; go test ./... || true", true},
+		{"Bash(go test *)", "cd sub", false},
+		{"Bash(go test *)", "cd $(rm -rf /) && go test", false},
+		{"Bash(go test *)", "cd a b && go test", false},
 		// Empty.
 		{"Bash(go test *)", "", false},
 		{"Bash(go test *)", "   ", false},
@@ -449,6 +456,10 @@ func TestTools(t *testing.T) {
 	if d := nilp.Decide(bashCall("rm -rf /")); !d.Allow {
 		t.Errorf("nil policy denied: %+v", d)
 	}
+	var zero Policy
+	if d := zero.Decide(bashCall("rm -rf /")); !d.Allow || !zero.DefaultAllow() {
+		t.Errorf("zero policy denied: %+v", d)
+	}
 }
 
 func TestOddInputs(t *testing.T) {
@@ -501,7 +512,9 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 		p.Decide(Call{Tool: tool, Input: json.RawMessage(s), Cwd: s})
-		Summarize(tool, json.RawMessage(s), 80)
+		if sum := Summarize(tool, json.RawMessage(s), 80); utf8.RuneCountInString(sum) > 80 || strings.ContainsAny(sum, "\n\r") {
+			t.Fatalf("Summarize = %q: longer than 80 runes or not one line", sum)
+		}
 		Compile(Spec{Allow: []string{s}})
 	})
 }

@@ -44,6 +44,8 @@ var redactions = []struct {
 	{regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`), "${1}" + Marker + "@"},
 	// "api_key": "value" in JSON.
 	{regexp.MustCompile(`(?i)("` + secretName + `"\s*:\s*)"(?:[^"\\]|\\.)*"`), `${1}"` + Marker + `"`},
+	// The same inside a JSON string: {\"api_key\": \"value\"}.
+	{regexp.MustCompile(`(?i)(\\"` + secretName + `\\"\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"`), `${1}\"` + Marker + `\"`},
 	// API_KEY=value, --token=value.
 	{regexp.MustCompile(`(?i)\b(` + secretName + `=)(?:\[REDACTED\]|"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'&;|,)}\]]+)`), "${1}" + Marker},
 	// api_key: value (YAML, HTTP headers).

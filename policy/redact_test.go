@@ -30,6 +30,7 @@ func TestRedact(t *testing.T) {
 		{`{"api_key": "abc", "name": "x"}`, `{"api_key": "[REDACTED]", "name": "x"}`},
 		{`{"Password":"a\"b"}`, `{"Password":"[REDACTED]"}`},
 		{"x-api-key: abc123", "x-api-key: [REDACTED]"},
+		{`{"body":"{\"token\": \"abc\", \"n\": 1}"}`, `{"body":"{\"token\": \"[REDACTED]\", \"n\": 1}"}`},
 		{"mysql --password hunter2 db", "mysql --password [REDACTED] db"},
 		{"tool --token=abc", "tool --token=[REDACTED]"},
 		{"postgres://user:hunter2@db:5432/x", "postgres://user:[REDACTED]@db:5432/x"},

@@ -40,6 +40,9 @@ type auditEntry struct {
 	Rule     string `json:"rule,omitempty"`
 	// Via says where pneuma decided: the PreToolUse hook or a can_use_tool request.
 	Via string `json:"via,omitempty"`
+	// Edited is true when pneuma allowed the call with an edited input
+	// (policy bash_timeout).
+	Edited bool `json:"edited,omitempty"`
 	// OK is true when the tool ran and returned no error; nil when no result came.
 	OK    *bool  `json:"ok"`
 	Error string `json:"error,omitempty"`
@@ -47,6 +50,7 @@ type auditEntry struct {
 
 type verdict struct {
 	decision, rule, via string
+	edited              bool // allowed with an edited input
 }
 
 // audit collects a job's tool calls and pneuma's decisions on them and
@@ -81,7 +85,7 @@ func (a *audit) decided(toolUseID string, v verdict) {
 		a.denied[toolUseID] = true
 	}
 	if e, ok := a.pending[toolUseID]; ok {
-		e.Decision, e.Rule, e.Via = v.decision, v.rule, v.via
+		e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
 	}
 }
 
@@ -104,7 +108,7 @@ func (a *audit) event(ev claude.Event) {
 				Input: policy.Summarize(b.Name, b.Input, auditInputMax), Decision: decisionCLI,
 			}
 			if v, ok := a.verdicts[b.ID]; ok {
-				e.Decision, e.Rule, e.Via = v.decision, v.rule, v.via
+				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
 			}
 			a.pending[b.ID] = e
 			a.order = append(a.order, b.ID)
@@ -114,7 +118,7 @@ func (a *audit) event(ev claude.Event) {
 				continue
 			}
 			if v, ok := a.verdicts[b.ToolUseID]; ok {
-				e.Decision, e.Rule, e.Via = v.decision, v.rule, v.via
+				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
 			}
 			okv := !b.IsError
 			e.OK = &okv
@@ -214,23 +218,28 @@ func (c *controller) onControl(_ context.Context, req *claude.ControlRequest) cl
 		d := c.pol.Decide(policy.Call{Tool: in.ToolName, Input: in.ToolInput, Cwd: c.cwd})
 		switch {
 		case !d.Allow:
-			c.audit.decided(in.ToolUseID, verdict{decisionDeny, d.Rule, "hook"})
+			c.audit.decided(in.ToolUseID, verdict{decisionDeny, d.Rule, "hook", false})
 			return claude.HookResult(preToolUse("deny", d.Message))
 		case d.Rule != policy.DefaultRule:
 			// An explicit allow rule grants the call, whatever the CLI's mode.
-			c.audit.decided(in.ToolUseID, verdict{decisionAllow, d.Rule, "hook"})
-			return claude.HookResult(preToolUse("allow", "allowed by pneuma policy rule "+d.Rule))
+			c.audit.decided(in.ToolUseID, verdict{decisionAllow, d.Rule, "hook", d.UpdatedInput != nil})
+			out := preToolUse("allow", "allowed by pneuma policy rule "+d.Rule)
+			if d.UpdatedInput != nil {
+				out["hookSpecificOutput"].(map[string]any)["updatedInput"] = d.UpdatedInput
+			}
+			return claude.HookResult(out)
 		}
 		// Allowed by default: the CLI's own permission mode still applies.
 		return claude.HookResult(map[string]any{"continue": true})
 	case claude.ControlCanUseTool:
 		d := c.pol.Decide(policy.Call{Tool: req.ToolName, Input: req.Input, Cwd: c.cwd})
 		if !d.Allow {
-			c.audit.decided(req.ToolUseID, verdict{decisionDeny, d.Rule, "can_use_tool"})
+			c.audit.decided(req.ToolUseID, verdict{decisionDeny, d.Rule, "can_use_tool", false})
 			return claude.Deny(d.Message, false)
 		}
-		c.audit.decided(req.ToolUseID, verdict{decisionAllow, d.Rule, "can_use_tool"})
-		return claude.Allow(nil)
+		c.audit.decided(req.ToolUseID, verdict{decisionAllow, d.Rule, "can_use_tool", d.UpdatedInput != nil})
+		// nil echoes the request's input, which the CLI requires.
+		return claude.Allow(d.UpdatedInput)
 	}
 	return claude.ControlError("pneuma does not handle control requests of subtype " + req.Subtype)
 }

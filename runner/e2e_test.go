@@ -566,3 +566,46 @@ jobs:
 		t.Errorf("audit of the write: %v", write)
 	}
 }
+
+func TestPolicyEditedInputIsApplied(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-SLOW"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		if r.HasToolResult() {
+			return fakeapi.Text("gave up waiting")
+		}
+		// The model asks for a 60 s command; the policy caps it at 2 s.
+		return fakeapi.ToolUse(fakeapi.Tool("Bash", map[string]any{"command": "sleep 60", "description": "wait", "timeout": 60000}))
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: capped
+    prompt: TOKEN-SLOW wait a minute
+    permission_mode: bypassPermissions
+    policy:
+      allow: ["Bash(sleep *)"]
+      bash_timeout: 2s
+`)
+	start := time.Now()
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded {
+		t.Fatalf("capped: %s/%s %s", j.Status, j.Reason, j.Error)
+	}
+	if took := time.Since(start); took > 45*time.Second {
+		t.Errorf("the run took %s: the edited timeout was not applied", took)
+	}
+	var result string
+	for _, r := range b.api.Requests() {
+		for _, tr := range r.ToolResults() {
+			result = tr.Content
+		}
+	}
+	if !strings.Contains(strings.ToLower(result), "timed out") && !strings.Contains(strings.ToLower(result), "timeout") && !strings.Contains(strings.ToLower(result), "interrupted") {
+		t.Errorf("the tool result does not show the 2 s limit: %q", result)
+	}
+	entries := claudetest.ReadJSONL(t, j.Audit)
+	if len(entries) != 1 || entries[0]["edited"] != true || entries[0]["decision"] != "allow" {
+		t.Errorf("audit %v", entries)
+	}
+}

@@ -53,18 +53,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	pneuma, err := absExecutable(rest[0])
-	if err == nil {
-		var claude string
-		if claude, err = absExecutable(rest[1]); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-			defer cancel()
-			return demo(ctx, *jobs, *parent, pneuma, claude, stdout, stderr)
+	var bins [2]string
+	for i, p := range rest {
+		abs, err := absExecutable(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "demo: %v\ndemo: build both with `make build claude`\n", err)
+			return 3
 		}
+		bins[i] = abs
 	}
-	fmt.Fprintln(stderr, "demo:", err)
-	fmt.Fprintln(stderr, "demo: build both with `make build claude`")
-	return 3
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	return demo(ctx, *jobs, *parent, bins[0], bins[1], stdout, stderr)
 }
 
 func absExecutable(p string) (string, error) {
