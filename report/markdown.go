@@ -39,8 +39,8 @@ func WriteMarkdown(w io.Writer, r *Report, opts MarkdownOptions) error {
 
 func renderMarkdown(r *Report, maxBytes int) string {
 	head := mdHead(r)
-	tableHead := "| Job | Status | Cost | Tokens (in/out) | Turns | Time | Branch | Files changed |\n" +
-		"| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n"
+	tableHead := "| Job | Status | Cost | Tokens (in/out) | Turns | Tools (denied) | Time | Branch | Files changed |\n" +
+		"| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n"
 	rows := make([]string, len(r.Jobs))
 	for i, j := range r.Jobs {
 		rows[i] = mdRow(j)
@@ -142,7 +142,12 @@ func mdRow(j Job) string {
 		files = fmt.Sprintf("%d (+%d/−%d)", j.FilesChanged, j.Insertions, j.Deletions)
 	}
 	return mdCells(mdEscape(j.Name), statusIcon(j.Status)+" "+mdEscape(statusText(j)), mdEscape(jobCost(j)),
-		tokens(j.Usage), strconv.Itoa(j.NumTurns), jobDuration(j), branch, files)
+		tokens(j.Usage), strconv.Itoa(j.NumTurns), toolCounts(j.ToolCalls, j.ToolDenials), jobDuration(j), branch, files)
+}
+
+// toolCounts is "12 (1)": tool calls, and how many were refused.
+func toolCounts(calls, denied int) string {
+	return fmt.Sprintf("%d (%d)", calls, denied)
 }
 
 func mdTotal(r *Report) string {
@@ -152,9 +157,14 @@ func mdTotal(r *Report) string {
 		ins += j.Insertions
 		del += j.Deletions
 	}
+	var calls, denied int
+	for _, j := range r.Jobs {
+		calls += j.ToolCalls
+		denied += j.ToolDenials
+	}
 	t := r.Totals
 	return mdCells("**Total**", "**"+r.Status+"**", "**"+mdEscape(formatUSD(t.CostUSD))+"**", "**"+totalTokens(t)+"**",
-		"**"+strconv.Itoa(t.NumTurns)+"**", "**"+formatDuration(runDuration(r))+"**", "",
+		"**"+strconv.Itoa(t.NumTurns)+"**", "**"+toolCounts(calls, denied)+"**", "**"+formatDuration(runDuration(r))+"**", "",
 		fmt.Sprintf("**%d (+%d/−%d)**", files, ins, del))
 }
 
@@ -162,7 +172,7 @@ func mdMoreRow(n int) string {
 	if n <= 0 {
 		return ""
 	}
-	return mdCells(fmt.Sprintf("… %d more", n), "", "", "", "", "", "", "")
+	return mdCells(fmt.Sprintf("… %d more", n), "", "", "", "", "", "", "", "")
 }
 
 func mdCells(cells ...string) string {

@@ -38,17 +38,17 @@ func TestMarkdownRows(t *testing.T) {
 		t.Fatalf("%d table rows, want %d jobs and a totals row:\n%s", len(rows), len(r.Jobs), buf.String())
 	}
 	for i, row := range rows {
-		// An unescaped | would add a column: every row has 8 cells.
-		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 9 {
-			t.Errorf("row %d has %d cell separators, want 9: %s", i, n, row)
+		// An unescaped | would add a column: every row has 9 cells.
+		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 10 {
+			t.Errorf("row %d has %d cell separators, want 10: %s", i, n, row)
 		}
 	}
 	wantCells := []string{
-		`| multi<br>line \| name | ✅ succeeded | \$0.0124 | 6.5k/80 | 3 | 12.4s | ` + "`pneuma/20261122-130000-ab12/lint`" + ` | 3 (+10/−2) |`,
+		`| multi<br>line \| name | ✅ succeeded | \$0.0124 | 6.5k/80 | 3 | 7 (0) | 12.4s | ` + "`pneuma/20261122-130000-ab12/lint`" + ` | 3 (+10/−2) |`,
 		`| fix\|tests | ❌ failed (max\_turns) |`,
-		`| \*bold\* \<b\>html\</b\> \[link\](x) | ⏭️ skipped (budget) | \$0.0000 | 0/0 | 0 | 0ms | - | - |`,
+		`| \*bold\* \<b\>html\</b\> \[link\](x) | ⏭️ skipped (budget) | \$0.0000 | 0/0 | 0 | 0 (0) | 0ms | - | - |`,
 		`| refactor | ⏹️ interrupted | \~\$0.0001 |`,
-		`| **Total** | **interrupted** | **\$0.1623** | **51.5k/3.3k** | **24** | **3m07s** |  | **4 (+14/−2)** |`,
+		`| **Total** | **interrupted** | **\$0.1623** | **51.5k/3.3k** | **24** | **38 (1)** | **3m07s** |  | **4 (+14/−2)** |`,
 	}
 	for i, want := range wantCells {
 		if !strings.HasPrefix(rows[i], want) {

@@ -21,10 +21,12 @@ func Table(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row("JOB", "STATUS", "COST", "TOKENS IN/OUT", "TURNS", "TIME", "CHANGES")
-	var files, ins, del int
+	row("JOB", "STATUS", "COST", "TOKENS IN/OUT", "TURNS", "TOOLS (DENIED)", "TIME", "CHANGES")
+	var files, ins, del, calls, denied int
 	for _, j := range r.Jobs {
-		row(j.Name, statusText(j), jobCost(j), tokens(j.Usage), strconv.Itoa(j.NumTurns), jobDuration(j), changes(j))
+		row(j.Name, statusText(j), jobCost(j), tokens(j.Usage), strconv.Itoa(j.NumTurns), toolCounts(j.ToolCalls, j.ToolDenials), jobDuration(j), changes(j))
+		calls += j.ToolCalls
+		denied += j.ToolDenials
 		files += j.FilesChanged
 		ins += j.Insertions
 		del += j.Deletions
@@ -42,7 +44,7 @@ func Table(w io.Writer, r *Report) error {
 		total = "TOTAL (1 job)"
 	}
 	row(total, fmt.Sprintf("%s (%d/%d succeeded)", r.Status, t.Succeeded, t.Jobs), cost, totalTokens(t), strconv.Itoa(t.NumTurns),
-		formatDuration(runDuration(r)), changes(Job{FilesChanged: files, Insertions: ins, Deletions: del}))
+		toolCounts(calls, denied), formatDuration(runDuration(r)), changes(Job{FilesChanged: files, Insertions: ins, Deletions: del}))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestTableAligned(t *testing.T) {
 	if !strings.HasPrefix(lines[1], "tab and newline red ") {
 		t.Errorf("job name not flattened and cleaned: %q", lines[1])
 	}
-	if last := strings.Join(strings.Fields(lines[len(lines)-1]), " "); !strings.HasPrefix(last, "TOTAL (4 jobs) interrupted (1/4 succeeded) ~$0.1623 51.5k/3.3k 24 3m07s 4 files +14/-2") {
+	if last := strings.Join(strings.Fields(lines[len(lines)-1]), " "); !strings.HasPrefix(last, "TOTAL (4 jobs) interrupted (1/4 succeeded) ~$0.1623 51.5k/3.3k 24 38 (1) 3m07s 4 files +14/-2") {
 		t.Errorf("totals row %q", lines[len(lines)-1])
 	}
 }
