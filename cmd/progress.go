@@ -29,7 +29,7 @@ func newReporter(io *IO, o *RunOptions, github bool) reporter {
 	case o.Quiet:
 		return nopReporter{}
 	case io.IsTTY:
-		return newBarReporter(io.ErrOut)
+		return newBarReporter(io.ErrOut, 100*time.Millisecond)
 	}
 	return &lineReporter{w: io.ErrOut, github: github}
 }
@@ -130,11 +130,14 @@ func (r *lineReporter) Close() {}
 // barReporter draws one progress bar on a terminal: jobs done of total, the
 // jobs running, and the spend so far.
 type barReporter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	bar     *progressbar.ProgressBar
-	running map[string]bool
-	spent   float64
+	mu       sync.Mutex
+	w        io.Writer
+	bar      *progressbar.ProgressBar
+	running  map[string]bool
+	spent    float64
+	stop     chan struct{} // ends the ticker that keeps the elapsed time moving
+	throttle time.Duration
+	done     chan struct{}
 }
 
 // plainWriter hides the *os.File from progressbar, which fsyncs every redraw
@@ -143,8 +146,9 @@ type plainWriter struct{ w io.Writer }
 
 func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 
-func newBarReporter(w io.Writer) *barReporter {
-	return &barReporter{w: w, running: map[string]bool{}}
+// newBarReporter draws at most one frame per throttle.
+func newBarReporter(w io.Writer, throttle time.Duration) *barReporter {
+	return &barReporter{w: w, running: map[string]bool{}, throttle: throttle}
 }
 
 func (r *barReporter) Event(e runner.Event) {
@@ -161,10 +165,12 @@ func (r *barReporter) Event(e runner.Event) {
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionThrottle(r.throttle),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionSetDescription("starting"),
 		)
+		r.stop, r.done = make(chan struct{}), make(chan struct{})
+		go r.tick()
 	case runner.EventJobStarted:
 		r.running[e.Job] = true
 	case runner.EventJobFinished:
@@ -177,12 +183,38 @@ func (r *barReporter) Event(e runner.Event) {
 			fmt.Fprintf(r.w, "%s: %s %s\n", j.Name, j.Status, j.Reason)
 		}
 	}
+	r.describe()
+}
+
+// describe redraws the bar; the caller holds mu.
+func (r *barReporter) describe() {
 	if r.bar != nil {
 		r.bar.Describe(fmt.Sprintf("%d running · $%.2f", len(r.running), r.spent))
 	}
 }
 
+// tick redraws the bar every second so that its clock moves while jobs run.
+func (r *barReporter) tick() {
+	defer close(r.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			r.describe()
+			r.mu.Unlock()
+		}
+	}
+}
+
 func (r *barReporter) Close() {
+	if r.stop != nil {
+		close(r.stop)
+		<-r.done
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bar != nil {

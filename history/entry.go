@@ -128,7 +128,7 @@ func (b Block) IsAgentCall() bool {
 	return b.Type == "tool_use" && (b.Name == "Agent" || b.Name == "Task")
 }
 
-// AgentID returns toolUseResult.agentId of an Agent tool_result entry.
+// ResultAgentID returns toolUseResult.agentId of an Agent tool_result entry.
 func (e *Entry) ResultAgentID() string {
 	if len(e.ToolUseResult) == 0 || e.ToolUseResult[0] != '{' {
 		return ""

@@ -50,6 +50,18 @@ func TestPriceTable(t *testing.T) {
 	}
 }
 
+func TestEmbeddedPrices(t *testing.T) {
+	p, err := ParsePrices(embeddedPrices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5"} {
+		if _, ok := p.Models[m]; !ok {
+			t.Errorf("embedded table lacks %s", m)
+		}
+	}
+}
+
 func TestLoadPrices(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "prices.json")
 	if err := os.WriteFile(f, []byte(`{"models":{"claude-mystery-9":{"input":2,"output":4},"claude-opus-4-8":{"input":1,"output":1}}}`), 0o644); err != nil {
