@@ -461,7 +461,7 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 			}
 			for _, call := range fakecli.Calls(t, cli) {
 				for _, pid := range append([]int{call.Pid}, call.Grandchildren...) {
-					if processAlive(pid) {
+					if fakecli.Alive(pid) {
 						t.Errorf("process %d outlived pneuma", pid)
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
@@ -493,29 +493,6 @@ func exitCode(err error) int {
 	return -1
 }
 
-func processAlive(pid int) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		data, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		s := string(data)
-		if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
-
 func TestKilledRunResumes(t *testing.T) {
 	repo := claudetest.GitRepo(t)
 	// "quick" finishes; "slow" hangs until pneuma is killed.
@@ -545,7 +522,7 @@ func TestKilledRunResumes(t *testing.T) {
 	_ = c.Process.Kill() // SIGKILL: no cleanup at all
 	_ = c.Wait()
 	for _, call := range fakecli.Calls(t, first) {
-		if processAlive(call.Pid) {
+		if fakecli.Alive(call.Pid) {
 			t.Errorf("CLI %d outlived pneuma's SIGKILL", call.Pid)
 			_ = syscall.Kill(call.Pid, syscall.SIGKILL)
 		}

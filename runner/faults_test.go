@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,31 +272,11 @@ func assertNoProcesses(t *testing.T, bin string) {
 	t.Helper()
 	for _, c := range fakecli.Calls(t, bin) {
 		for _, pid := range append([]int{c.Pid}, c.Grandchildren...) {
-			if alive(pid) {
+			if fakecli.Alive(pid) {
 				t.Errorf("process %d outlived its job", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-	}
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		// The state follows the ")" that ends the command name.
-		s := string(data)
-		if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

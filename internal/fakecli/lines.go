@@ -2,7 +2,10 @@ package fakecli
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
+	"time"
 )
 
 // The builders below produce stdout lines shaped like the samples measured
@@ -175,4 +178,26 @@ func line(v any) string {
 		panic("fakecli: " + err.Error()) // only fixed shapes are marshalled
 	}
 	return string(b)
+}
+
+// Alive reports whether process pid still runs (a zombie counts as gone).
+// It waits up to two seconds for a dying process to go, so tests that
+// check "nothing outlived the job" do not race the kernel's reaping.
+func Alive(pid int) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// The state follows the ")" that ends the command name.
+		s := string(data)
+		if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
