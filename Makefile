@@ -6,7 +6,7 @@ CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claud
 GO             ?= go
 FUZZTIME       ?= 10s
 
-.PHONY: all build claude test test-short e2e fuzz bench demo vet clean
+.PHONY: all build claude test test-deps test-short fuzz bench bench-deps demo vet clean
 
 all: build
 
@@ -35,6 +35,12 @@ test-deps:
 	  echo "installing libxml2-utils for xmllint"; \
 	  (apt-get update -qq && apt-get install -y -qq libxml2-utils) >/dev/null; }
 
+## bench-deps: tools the benchmark scripts call
+bench-deps:
+	@command -v jq >/dev/null 2>&1 && test -x /usr/bin/time || { \
+	  echo "installing jq and time for the benchmarks"; \
+	  (apt-get update -qq && apt-get install -y -qq jq time) >/dev/null; }
+
 ## test-short: unit tests only, no CLI needed
 test-short:
 	$(GO) test -short ./...
@@ -44,7 +50,7 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 ## bench: benchmarks with figures (pneuma run vs a shell baseline, history vs ccusage)
-bench: build claude
+bench: build claude bench-deps
 	./scripts/bench-run.sh
 	./scripts/bench-history.sh
 
