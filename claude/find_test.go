@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pneuma-cli/pneuma/internal/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/fakecli"
 )
 
@@ -96,12 +97,9 @@ func TestVersionRealCLI(t *testing.T) {
 	}
 }
 
-// realCLI returns the pinned real CLI named by PNEUMA_TEST_CLAUDE, or skips.
+// realCLI returns the pinned real CLI through the one helper every test
+// uses: it fails under CI=true when the CLI is missing, else skips.
 func realCLI(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("PNEUMA_TEST_CLAUDE")
-	if bin == "" {
-		t.Skip("PNEUMA_TEST_CLAUDE is not set")
-	}
-	return bin
+	return claudetest.Binary(t)
 }

@@ -33,6 +33,9 @@ const (
 	licenseMarker  = "SPDX-License-Identifier"
 	vetBad         = `fmt.Println("app version %s", version)`
 	vetGood        = `fmt.Printf("app version %s\n", version)`
+	vetBadServe    = `fmt.Printf("listening on %d\n", addr)`
+	vetGoodServe   = `fmt.Printf("listening on %s\n", addr)`
+	tidyPrompt     = "Remove the dead tests under internal/legacy"
 	releaseNotesMD = "RELEASE_NOTES.md"
 	dependenciesMD = "DEPENDENCIES.md"
 )
@@ -48,6 +51,8 @@ func (a *agent) handle(r *fakeapi.Request) fakeapi.Response {
 		resp = a.fixLint(r)
 	case strings.Contains(prompt, releasePrompt):
 		resp = a.releaseNotes(r)
+	case strings.Contains(prompt, tidyPrompt):
+		resp = a.tidyTests(r)
 	case strings.Contains(prompt, auditPrompt):
 		resp = a.audit(r)
 	default:
@@ -96,24 +101,81 @@ func (a *agent) license(r *fakeapi.Request) fakeapi.Response {
 	return fakeapi.Text(fmt.Sprintf("Added an MIT license header (SPDX) to %s. The other Go files under cmd/ already had one.", strings.Join(done, ", ")))
 }
 
-// fixLint fixes the Println-with-directive finding in cmd/version.go.
+// fixLint fixes the finding its prompt names in cmd/version.go, then, when
+// pneuma's verify step (go vet) sends back the one it missed in cmd/serve.go,
+// fixes that too.
 func (a *agent) fixLint(r *fakeapi.Request) fakeapi.Response {
 	dir := r.WorkingDir()
 	if dir == "" {
 		return fakeapi.Text("I cannot tell which directory I am working in, so I changed nothing.")
 	}
-	path := filepath.Join(dir, "cmd", "version.go")
 	k := learn(r)
-	switch r.Turn() {
-	case 0:
-		return fakeapi.ToolUse(fakeapi.Read(path)).WithText("go vet would flag cmd/version.go; reading it.")
-	case 1:
-		if res, ok := k.result("Read", path); ok && strings.Contains(res.Content, vetBad) {
-			return fakeapi.ToolUse(fakeapi.Edit(path, vetBad, vetGood)).WithText("Println does not format; Printf with a newline prints the same line.")
+	version, serve := filepath.Join(dir, "cmd", "version.go"), filepath.Join(dir, "cmd", "serve.go")
+	if userSaid(r, "serve.go") { // go vet output, sent back by the verify step
+		res, read := k.result("Read", serve)
+		_, edited := k.result("Edit", serve)
+		switch {
+		case !read:
+			return fakeapi.ToolUse(fakeapi.Read(serve)).WithText("go vet still fails, now on cmd/serve.go; reading it.")
+		case !edited && strings.Contains(res.Content, vetBadServe):
+			return fakeapi.ToolUse(fakeapi.Edit(serve, vetBadServe, vetGoodServe)).WithText("addr is a string: %s, not %d.")
 		}
+		return fakeapi.Text("Fixed cmd/serve.go as well: addr is a string, so %d became %s. go vet should pass now.")
+	}
+	res, read := k.result("Read", version)
+	_, edited := k.result("Edit", version)
+	switch {
+	case !read:
+		return fakeapi.ToolUse(fakeapi.Read(version)).WithText("The prompt names cmd/version.go; reading it.")
+	case !edited && strings.Contains(res.Content, vetBad):
+		return fakeapi.ToolUse(fakeapi.Edit(version, vetBad, vetGood)).WithText("Println does not format; Printf with a newline prints the same line.")
+	case !edited:
 		return fakeapi.Text("cmd/version.go has nothing for go vet to report.")
 	}
-	return fakeapi.Text("Fixed cmd/version.go: fmt.Println with a %s directive is now fmt.Printf with the same output (go vet printf check).")
+	return fakeapi.Text("Fixed cmd/version.go: fmt.Println with a %s directive is now fmt.Printf with the same output.")
+}
+
+// tidyTests tries to delete the dead tests, which the job's policy refuses
+// (deny "Bash(rm -rf *)"), runs the tests (allowed), and leaves a note inside
+// internal/ (Write(internal/**) is allowed) instead.
+func (a *agent) tidyTests(r *fakeapi.Request) fakeapi.Response {
+	dir := r.WorkingDir()
+	if dir == "" {
+		return fakeapi.Text("I cannot tell which directory I am working in, so I changed nothing.")
+	}
+	const rm, test = "rm -rf internal/legacy", "go test ./..."
+	note := filepath.Join(dir, "internal", "legacy", "README.md")
+	k := learn(r)
+	removal, triedRm := k.result("Bash", rm)
+	tests, tested := k.result("Bash", test)
+	_, noted := k.result("Write", note)
+	switch {
+	case !triedRm:
+		return fakeapi.ToolUse(fakeapi.Bash(rm)).WithText("internal/legacy only holds skipped tests of a loader that is gone; deleting it.")
+	case removal.IsError && !tested:
+		return fakeapi.ToolUse(fakeapi.Bash(test)).WithText("The policy refuses the deletion. Checking that the tests pass as they are.")
+	case removal.IsError && !noted:
+		return fakeapi.ToolUse(fakeapi.Write(note, "# internal/legacy\n\nDead: its only test is skipped since v1.0 and tests a loader that is gone.\nDelete this directory (`git rm -r internal/legacy`); the CI agent may not.\n")).
+			WithText("Leaving a note for a human instead.")
+	case removal.IsError:
+		verdict := "pass"
+		if tests.IsError {
+			verdict = "fail"
+		}
+		return fakeapi.Text("The job's policy denied `" + rm + "`, so the dead tests are still there; I left internal/legacy/README.md asking a human to delete them. `" + test + "`: the tests " + verdict + ".")
+	}
+	return fakeapi.Text("Deleted internal/legacy, whose only test was skipped.")
+}
+
+// userSaid reports whether a user text block of the conversation (a prompt,
+// not a tool result) contains s.
+func userSaid(r *fakeapi.Request, s string) bool {
+	for _, m := range r.Messages {
+		if m.Role == "user" && strings.Contains(m.Text(), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseNotes answers the two prompts of the release-notes job: read the

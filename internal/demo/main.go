@@ -158,7 +158,9 @@ func demo(ctx context.Context, jobsExample, parent, pneuma, claude string, stdou
 }
 
 // environ is pneuma's environment: hermetic like the tests' (a scratch HOME,
-// the fake API, no telemetry or updates), plus PATH and TERM.
+// the fake API, no telemetry or updates), plus PATH and TERM, and for the
+// fix-lint job's `go vet` the user's build cache, the local toolchain and no
+// module proxy (offline, and fast).
 func environ(home, apiURL string) []string {
 	env := []string{
 		"HOME=" + home,
@@ -171,6 +173,10 @@ func environ(home, apiURL string) []string {
 		"CLAUDE_CODE_MAX_RETRIES=1",
 		"GIT_CONFIG_NOSYSTEM=1",
 	}
+	if c := goCache(); c != "" {
+		env = append(env, "GOCACHE="+c)
+	}
+	env = append(env, "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=-mod=mod")
 	if t := os.Getenv("TERM"); t != "" {
 		env = append(env, "TERM="+t)
 	}
@@ -178,6 +184,18 @@ func environ(home, apiURL string) []string {
 		env = append(env, "IS_SANDBOX=1") // else the CLI refuses bypassPermissions as root
 	}
 	return env
+}
+
+// goCache is the user's Go build cache, where the go command would look:
+// $GOCACHE, else the go-build directory of the user's cache directory.
+func goCache() string {
+	if c := os.Getenv("GOCACHE"); c != "" {
+		return c
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "go-build")
+	}
+	return ""
 }
 
 // where prints what the run left to look at: reports, branches, the log.

@@ -22,8 +22,11 @@ type workspace struct {
 }
 
 // The files of the app repository. cmd/root.go has a license header, the
-// other two lack one; cmd/version.go also has what go vet calls a Println
-// call with a formatting directive.
+// other two lack one. go vet finds two faults: a Println call with a
+// formatting directive in cmd/version.go (the one the fix-lint prompt names)
+// and a %d of a string in cmd/serve.go (the one its verify step finds next).
+// The module requires no module that the demo's offline go vet would need:
+// its requirements are for audit-deps to read.
 var appFiles = map[string]string{
 	"go.mod": `module example.com/app
 
@@ -41,10 +44,8 @@ require (
 
 package cmd
 
-import "github.com/spf13/cobra"
-
-// Root is the app command.
-var Root = &cobra.Command{Use: "app"}
+// Name is the app's command name.
+const Name = "app"
 `,
 	"cmd/serve.go": `package cmd
 
@@ -52,7 +53,7 @@ import "fmt"
 
 // Serve starts the server.
 func Serve(addr string) error {
-	fmt.Println("listening on", addr)
+	fmt.Printf("listening on %d\n", addr)
 	return nil
 }
 `,
@@ -66,6 +67,14 @@ var version = "1.4.0"
 func PrintVersion() {
 	fmt.Println("app version %s", version)
 }
+`,
+	// Dead tests for the tidy-tests job.
+	"internal/legacy/legacy.go": "// Package legacy is the old config loader, kept for its tests.\npackage legacy\n",
+	"internal/legacy/legacy_test.go": `package legacy
+
+import "testing"
+
+func TestOldLoader(t *testing.T) { t.Skip("dead since v1.0: the loader is gone") }
 `,
 	"prompts/fix-lint.md": `Run go vet on this module in your head and fix what it reports:
 cmd/version.go calls fmt.Println with a formatting directive.
