@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // Filter selects sessions and calls.
@@ -159,7 +161,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 			if fs.last.After(s.LastActivity) {
 				s.LastActivity = fs.last
 			}
-			s.FirstPrompt, s.Prompts = Redact(fold(fs.firstPrompt, 1000)), fs.prompts
+			s.FirstPrompt, s.Prompts = redact.String(fold(fs.firstPrompt, 1000)), fs.prompts
 		} else if fs.last.After(s.LastActivity) {
 			s.LastActivity = fs.last
 		}

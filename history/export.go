@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // Format is an export format of `history show`.
@@ -174,7 +176,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 			h.Started = e.Timestamp
 		}
 		if e.Cwd != "" {
-			h.Project, h.GitBranch, h.Version = Redact(e.Cwd), e.GitBranch, e.Version
+			h.Project, h.GitBranch, h.Version = redact.String(e.Cwd), e.GitBranch, e.Version
 			break
 		}
 	}
@@ -388,10 +390,10 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 // person or tool wrote.
 func (r *Record) redacted() *Record {
 	c := *r
-	c.Description = Redact(r.Description)
+	c.Description = redact.String(r.Description)
 	c.Blocks = make([]RBlock, len(r.Blocks))
 	for i, b := range r.Blocks {
-		b.Text = Redact(b.Text)
+		b.Text = redact.String(b.Text)
 		b.Input = redactJSON(b.Input)
 		c.Blocks[i] = b
 	}

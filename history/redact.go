@@ -3,60 +3,9 @@ package history
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
-	"strings"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
-
-// Redacted replaces every secret in exports.
-const Redacted = "[REDACTED]"
-
-// secretPattern is a secret exports never show, with a cheap literal test
-// that must pass before the regular expression runs (regexps are slow on
-// multi-MB tool output; strings.Contains is not).
-type secretPattern struct {
-	re   *regexp.Regexp
-	hint []string // any of these substrings must occur
-	keep bool     // the first group is kept ("Bearer ", "API_KEY=")
-}
-
-var secretPatterns = []secretPattern{
-	{re: regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`), hint: []string{"PRIVATE KEY"}},
-	{re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_\-]{8,}`), hint: []string{"sk-ant-"}},
-	{re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}`), hint: []string{"sk-"}},
-	{re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`), hint: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
-	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{20,}`), hint: []string{"github_pat_"}},
-	{re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), hint: []string{"AKIA", "ASIA"}},
-	{re: regexp.MustCompile(`((?i:\bbearer)\s+)[A-Za-z0-9\-._~+/]{7,}[A-Za-z0-9\-_~+/]=*`), hint: []string{"earer", "EARER"}, keep: true},
-	{re: regexp.MustCompile(`(\b[A-Za-z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD|(?i:password)|(?i:passwd)|(?i:secret))\s*=\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"'&;` + "`" + `]+)`),
-		hint: []string{"_KEY", "_TOKEN", "ECRET", "ecret", "ASSW", "assw"}, keep: true},
-}
-
-// Redact returns s with secrets replaced by [REDACTED].
-func Redact(s string) string {
-	if len(s) < 8 {
-		return s
-	}
-	for _, p := range secretPatterns {
-		if !containsAny(s, p.hint) {
-			continue
-		}
-		if p.keep {
-			s = p.re.ReplaceAllString(s, "${1}"+Redacted)
-		} else {
-			s = p.re.ReplaceAllLiteralString(s, Redacted)
-		}
-	}
-	return s
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
 
 // redactJSON redacts every string inside a JSON value, keys included, and
 // returns it re-encoded. Invalid JSON is returned as a redacted JSON string.
@@ -68,7 +17,7 @@ func redactJSON(raw json.RawMessage) json.RawMessage {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		out, _ := json.Marshal(Redact(string(raw)))
+		out, _ := json.Marshal(redact.String(string(raw)))
 		return out
 	}
 	out, err := marshalNoEscape(redactValue(v))
@@ -81,7 +30,7 @@ func redactJSON(raw json.RawMessage) json.RawMessage {
 func redactValue(v any) any {
 	switch x := v.(type) {
 	case string:
-		return Redact(x)
+		return redact.String(x)
 	case []any:
 		for i := range x {
 			x[i] = redactValue(x[i])
@@ -90,11 +39,22 @@ func redactValue(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			out[Redact(k)] = redactValue(val)
+			if _, ok := val.(string); ok && secretKey(k) {
+				val = redact.Marker
+			}
+			out[redact.String(k)] = redactValue(val)
 		}
 		return out
 	}
 	return v
+}
+
+// secretKey reports whether a JSON key names a secret ("api_key",
+// "password"). Its string value is hidden whole: redacted on its own, apart
+// from its key, it looks like any other string.
+func secretKey(k string) bool {
+	pair := `{"` + k + `": "x"}`
+	return redact.String(pair) != pair
 }
 
 // marshalNoEscape encodes v without HTML escaping and without a trailing newline.

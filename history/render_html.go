@@ -6,6 +6,8 @@ import (
 	"html"
 	"io"
 	"strings"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // htmlStyle keeps the page self-contained: no scripts, fonts or images from
@@ -150,13 +152,13 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 	switch b.Type {
 	case "text":
 		if compact {
-			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc(Redact(fold(b.Text, h.fold))))
+			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc(redact.String(fold(b.Text, h.fold))))
 			return
 		}
-		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace(Redact(b.Text))))
+		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace(redact.String(b.Text))))
 	case "thinking":
 		if strings.TrimSpace(b.Text) != "" {
-			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc(Redact(fold(b.Text, h.fold))))
+			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc(redact.String(fold(b.Text, h.fold))))
 		}
 	case "tool_use", "server_tool_use":
 		v := viewToolUse(b.Name, b.Input, h.fold)
@@ -175,7 +177,7 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 			class = " class=\"err\""
 		}
 		lines := strings.Count(b.Text, "\n") + 1
-		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc(Redact(fold(b.Text, h.fold))))
+		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc(redact.String(fold(b.Text, h.fold))))
 	default:
 		h.printf("<div class=\"meta\">[%s]</div>\n", esc(b.Type))
 	}
@@ -187,7 +189,7 @@ func (h *htmlRenderer) beginSub(r *Record, depth int) error {
 		label += " " + r.AgentType
 	}
 	if r.Description != "" {
-		label += ": " + Redact(r.Description)
+		label += ": " + redact.String(r.Description)
 	}
 	// The subagent nests inside the box of the call that started it.
 	h.printf("<details class=\"sub\"><summary>%s</summary>\n", esc(label))

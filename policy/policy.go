@@ -66,6 +66,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // Spec is a policy as written in the jobs file.
@@ -609,7 +611,7 @@ func (p *Policy) byDefault(why string) Decision {
 }
 
 func (p *Policy) explain(msg string) string {
-	msg = Redact(msg)
+	msg = redact.String(msg)
 	if p.message != "" {
 		msg += ". " + p.message
 	}

@@ -4,79 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pneuma-cli/pneuma/internal/redact"
 )
-
-// Marker replaces every redacted secret.
-const Marker = "[REDACTED]"
-
-// secretWord in a variable, key or flag name marks its value as a secret.
-const (
-	secretWord = `(?:key|token|secret|password|passwd)`
-	nameChars  = `[A-Za-z0-9_.-]*`
-	secretName = nameChars + secretWord + nameChars
-)
-
-// redactions run in order. Each keeps only text of its input plus Marker, so
-// the output never grows by more than the markers it contains, and each
-// leaves text the others do not match again, so Redact is idempotent.
-var redactions = []struct {
-	re   *regexp.Regexp
-	repl string
-}{
-	// PEM private keys, also when cut off before their END line.
-	{regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)`), Marker},
-	// Anthropic, OpenAI and similar API keys.
-	{regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{8,}`), Marker},
-	{regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`), Marker},
-	// GitHub tokens.
-	{regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{16,}`), Marker},
-	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{16,}`), Marker},
-	// AWS access key ids.
-	{regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`), Marker},
-	// Slack tokens.
-	{regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{8,}`), Marker},
-	// HTTP bearer credentials.
-	{regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`), "${1} " + Marker},
-	// Passwords in URLs: scheme://user:password@host.
-	{regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`), "${1}" + Marker + "@"},
-	// "api_key": "value" in JSON.
-	{regexp.MustCompile(`(?i)("` + secretName + `"\s*:\s*)"(?:[^"\\]|\\.)*"`), `${1}"` + Marker + `"`},
-	// The same inside a JSON string: {\"api_key\": \"value\"}.
-	{regexp.MustCompile(`(?i)(\\"` + secretName + `\\"\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"`), `${1}\"` + Marker + `\"`},
-	// API_KEY=value, --token=value.
-	{regexp.MustCompile(`(?i)\b(` + secretName + `=)(?:\[REDACTED\]|"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'&;|,)}\]]+)`), "${1}" + Marker},
-	// api_key: value (YAML, HTTP headers).
-	// Only names that cannot be a plain word (api_key, X-Api-Key) or are
-	// exactly password, so that prose like "the secret: go" survives.
-	{regexp.MustCompile(`(?i)\b((?:[A-Za-z0-9.]*[_-]` + secretName + `|` + nameChars + secretWord + `[_-]` + nameChars + `|password|passwd):[ \t]*)(?:\[REDACTED\]|[^\s"',;)}\]]+)`), "${1}" + Marker},
-	// --token value.
-	{regexp.MustCompile(`(?i)(\s--?` + secretName + `[ \t]+)(?:\[REDACTED\]|[^\s\-"'][^\s"']*|"(?:[^"\\]|\\.)*"|'[^']*')`), "${1}" + Marker},
-}
-
-// Redact replaces secrets in s with Marker: API keys (sk-ant-…, sk-…),
-// GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), AWS access key
-// ids (AKIA…, ASIA…), Slack tokens (xox…), bearer credentials, passwords in
-// URLs, PEM private key blocks, and the values of NAME=value, name: value,
-// "name": "value" and --name value where the name contains key, token,
-// secret or password (in any case). It is meant for audit logs: it errs on
-// the side of hiding too much.
-func Redact(s string) string {
-	// Passes can expose a match for an earlier one; repeat until stable so
-	// that Redact(Redact(s)) == Redact(s).
-	for i := 0; i < 4; i++ {
-		prev := s
-		for _, r := range redactions {
-			s = r.re.ReplaceAllString(s, r.repl)
-		}
-		if s == prev {
-			break
-		}
-	}
-	return s
-}
 
 // summaryWindow bounds the text Summarize redacts, so that a call with a
 // huge command costs little; it is cut at whitespace, where no token-like
@@ -152,7 +84,7 @@ func Summarize(tool string, input json.RawMessage, max int) string {
 		}
 		s = s[:cut]
 	}
-	return truncate(oneLine(Redact(s)), max)
+	return truncate(oneLine(redact.String(s)), max)
 }
 
 // rawText is a JSON value on one line, or the bytes as text when invalid.

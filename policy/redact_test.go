@@ -7,55 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-func TestRedact(t *testing.T) {
-	tests := []struct {
-		in, want string
-	}{
-		{"plain text, nothing secret: go test ./...", "plain text, nothing secret: go test ./..."},
-		{"key sk-ant-api03-AbCdEf_123-xyz0123456789 end", "key [REDACTED] end"},
-		{"OPENAI sk-proj-abcdefghijklmnopqrstuvwxyz", "OPENAI [REDACTED]"},
-		{"task-abcdefghijklmnopqrstuvwxyz", "task-abcdefghijklmnopqrstuvwxyz"},
-		{"git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", "git clone https://[REDACTED]@github.com/x"},
-		{"gho_abcdefghijklmnopqrstuvwxyz0123", "[REDACTED]"},
-		{"github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED]"},
-		{"aws AKIAIOSFODNN7EXAMPLE ok", "aws [REDACTED] ok"},
-		{"slack xoxb-1234567890-abcdefghij", "slack [REDACTED]"},
-		{"curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc' x", "curl -H 'Authorization: Bearer [REDACTED]' x"},
-		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----\nafter", "[REDACTED]\nafter"},
-		{"-----BEGIN OPENSSH PRIVATE KEY-----\ncut off", "[REDACTED]"},
-		{"API_KEY=abc123 go test", "API_KEY=[REDACTED] go test"},
-		{"export GITHUB_TOKEN='a b c'; x", "export GITHUB_TOKEN=[REDACTED]; x"},
-		{`DB_PASSWORD="p@ss word" ./run`, "DB_PASSWORD=[REDACTED] ./run"},
-		{"client_secret=s3cr3t&x=1", "client_secret=[REDACTED]&x=1"},
-		{`{"api_key": "abc", "name": "x"}`, `{"api_key": "[REDACTED]", "name": "x"}`},
-		{`{"Password":"a\"b"}`, `{"Password":"[REDACTED]"}`},
-		{"x-api-key: abc123", "x-api-key: [REDACTED]"},
-		{`{"body":"{\"token\": \"abc\", \"n\": 1}"}`, `{"body":"{\"token\": \"[REDACTED]\", \"n\": 1}"}`},
-		{"mysql --password hunter2 db", "mysql --password [REDACTED] db"},
-		{"tool --token=abc", "tool --token=[REDACTED]"},
-		{"postgres://user:hunter2@db:5432/x", "postgres://user:[REDACTED]@db:5432/x"},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		got := Redact(tt.in)
-		if got != tt.want {
-			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-		if again := Redact(got); again != got {
-			t.Errorf("Redact not idempotent on %q: %q", got, again)
-		}
-		checkBound(t, tt.in, got)
-	}
-}
-
-// checkBound asserts that out holds no more than in plus its markers.
-func checkBound(t *testing.T, in, out string) {
-	t.Helper()
-	if n := strings.Count(out, Marker); len(out) > len(in)+n*len(Marker) {
-		t.Errorf("Redact(%q) = %q grew by more than its %d markers", in, out, n)
-	}
-}
-
 func TestSummarize(t *testing.T) {
 	tests := []struct {
 		tool, input string
@@ -97,17 +48,4 @@ func TestSummarizeHuge(t *testing.T) {
 	if got != "Bash: TOKEN=[REDACTED] y y y y y y y y…" {
 		t.Errorf("Summarize = %q", got)
 	}
-}
-
-func FuzzRedact(f *testing.F) {
-	for _, s := range []string{"API_KEY=x", "sk-ant-aaaaaaaaaaaa", `{"token":"a"}`, "Bearer abcdefghijk", "-----BEGIN PRIVATE KEY-----", "a://b:c@d", "--password x", "key: [REDACTED]]", "TOKEN=[REDACTED"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := Redact(s)
-		if again := Redact(out); again != out {
-			t.Fatalf("not idempotent: %q -> %q -> %q", s, out, again)
-		}
-		checkBound(t, s, out)
-	})
 }

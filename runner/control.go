@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/policy"
 )
 
@@ -123,7 +124,7 @@ func (a *audit) event(ev claude.Event) {
 			okv := !b.IsError
 			e.OK = &okv
 			if b.IsError {
-				e.Error = policy.Redact(firstLine(blockText(b.Content), 300))
+				e.Error = redact.String(firstLine(blockText(b.Content), 300))
 			}
 			a.write(e)
 			delete(a.pending, b.ToolUseID)
