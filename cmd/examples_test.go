@@ -33,7 +33,6 @@ func lookupFlag(c *cobra.Command, name string) bool {
 	return c.Flags().Lookup(name) != nil || c.InheritedFlags().Lookup(name) != nil
 }
 
-
 func TestRunHasEveryListedFlag(t *testing.T) {
 	root := NewRootCmd(&IO{In: strings.NewReader(""), Out: goio.Discard, ErrOut: goio.Discard, Getenv: func(string) string { return "" }})
 	run, _, _ := root.Find([]string{"run"})
