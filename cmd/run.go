@@ -277,6 +277,13 @@ func resumePlan(ctx context.Context, file *runner.File, ws runner.Workspace, po 
 	// the run-time settings are today's.
 	p := j.Plan
 	p.Binary = po.Binary
+	env := map[string]map[string]string{}
+	for _, spec := range file.Jobs {
+		env[spec.Name] = spec.Env
+	}
+	for _, job := range p.Jobs {
+		job.Env = env[job.Name]
+	}
 	if po.Concurrency > 0 {
 		p.Concurrency = po.Concurrency
 	}

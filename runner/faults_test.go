@@ -325,3 +325,26 @@ jobs:
 		}
 	}
 }
+
+func TestReportRedactsSecrets(t *testing.T) {
+	const key = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA"
+	bin := fakecli.Install(t, fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+		initStep(),
+		{Stderr: "request failed with ANTHROPIC_API_KEY=" + key + "\n"},
+		{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{IsError: true, Subtype: "error_during_execution", Errors: []string{"bad key " + key}, Text: "the key is " + key})},
+		fakecli.Exit(1),
+	}}}})
+	repo := claudetest.GitRepo(t)
+	p := planFor(t, repo, "version: 1\njobs:\n  - name: leaky\n    prompt: x\n", bin)
+	rep := runPlan(t, p, 30*time.Second)
+	data, err := os.ReadFile(runner.RunReportPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), key) {
+		t.Errorf("report.json carries the key")
+	}
+	if j := rep.Jobs[0]; !strings.Contains(j.Error, "[REDACTED]") {
+		t.Errorf("error %q was not redacted", j.Error)
+	}
+}

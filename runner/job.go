@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
 )
@@ -172,6 +173,11 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	}
 	r.afterJob(ctx, job, &res, sessionID)
 	res.DurationMS = time.Since(start).Milliseconds()
+	// Model output and CLI errors can quote secrets; reports never carry them.
+	res.Result, res.Error = redact.String(res.Result), redact.String(res.Error)
+	for i := range res.Attempts {
+		res.Attempts[i].Error = redact.String(res.Attempts[i].Error)
+	}
 	return res
 }
 

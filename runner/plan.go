@@ -119,18 +119,20 @@ type Plan struct {
 type Job struct {
 	Name string `json:"name"`
 	// Position is the job's index in the jobs file, before --only and --shard.
-	Position    int               `json:"position"`
-	Slug        string            `json:"slug"`
-	Prompts     []string          `json:"prompts"`
-	Repo        string            `json:"repo"`
-	Base        string            `json:"base"`
-	BaseCommit  string            `json:"base_commit"`
-	Branch      string            `json:"branch,omitempty"`
-	Dir         string            `json:"dir"`
-	UseWorktree bool              `json:"use_worktree"`
-	Commit      bool              `json:"commit"`
-	Options     claude.Options    `json:"options"`
-	Env         map[string]string `json:"env,omitempty"`
+	Position    int            `json:"position"`
+	Slug        string         `json:"slug"`
+	Prompts     []string       `json:"prompts"`
+	Repo        string         `json:"repo"`
+	Base        string         `json:"base"`
+	BaseCommit  string         `json:"base_commit"`
+	Branch      string         `json:"branch,omitempty"`
+	Dir         string         `json:"dir"`
+	UseWorktree bool           `json:"use_worktree"`
+	Commit      bool           `json:"commit"`
+	Options     claude.Options `json:"options"`
+	// Env is not written to run.json (it may hold tokens); a resumed run
+	// takes it from the jobs file again.
+	Env         map[string]string `json:"-"`
 	Timeout     time.Duration     `json:"timeout,omitempty"`
 	IdleTimeout time.Duration     `json:"idle_timeout,omitempty"`
 	Retries     int               `json:"retries,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -70,7 +71,7 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 		// Anything the command left running in its group goes with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	res.Output = out.String()
+	res.Output = redact.String(out.String())
 	return res
 }
 
