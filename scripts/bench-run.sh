@@ -16,8 +16,9 @@
 # stagger-0 variant's checks (the stagger is a deliberate delay users choose).
 #
 # Environment: RUN_BENCH_JOBS (60), RUN_BENCH_CONCURRENCY (12), RUN_BENCH_FILES
-# (10000), RUN_BENCH_STAGGERS ("0 default"), CLAUDE_BIN (the pinned CLI),
-# RUN_BENCH_KEEP=1 keeps the scratch directory.
+# (10000), RUN_BENCH_STAGGERS ("0 default"), RUN_BENCH_PNEUMA_ARGS (extra
+# flags of pneuma run), CLAUDE_BIN (the pinned CLI), RUN_BENCH_KEEP=1 keeps the
+# scratch directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,9 @@ nfiles="${RUN_BENCH_FILES:-10000}"
 staggers="${RUN_BENCH_STAGGERS:-0 default}"
 claude="${CLAUDE_BIN:-$PWD/.cache/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe}"
 pneuma="$PWD/bin/pneuma"
+# Extra pneuma run flags, split on blanks (never evaluated), e.g.
+# RUN_BENCH_PNEUMA_ARGS="--keep-worktrees always".
+read -r -a extra_args <<<"${RUN_BENCH_PNEUMA_ARGS:-}"
 
 for tool in git python3; do
   command -v "$tool" >/dev/null || { echo "bench-run: $tool is required" >&2; exit 3; }
@@ -115,6 +119,7 @@ for stagger in $staggers; do
   mkdir -p "$out" "$tmp/home-$name"
   args=(run --json --claude "$PWD/bench/claude-timed.sh" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
+  args+=("${extra_args[@]}")
   echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
   t0=$(now_us)

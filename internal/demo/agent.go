@@ -143,7 +143,7 @@ func (a *agent) tidyTests(r *fakeapi.Request) fakeapi.Response {
 	if dir == "" {
 		return fakeapi.Text("I cannot tell which directory I am working in, so I changed nothing.")
 	}
-	const rm, test = "rm -rf internal/legacy", "go test ./..."
+	const rm, test = "rm -rf internal/legacy", "go test ./internal/..."
 	note := filepath.Join(dir, "internal", "legacy", "README.md")
 	k := learn(r)
 	removal, triedRm := k.result("Bash", rm)
@@ -153,7 +153,7 @@ func (a *agent) tidyTests(r *fakeapi.Request) fakeapi.Response {
 	case !triedRm:
 		return fakeapi.ToolUse(fakeapi.Bash(rm)).WithText("internal/legacy only holds skipped tests of a loader that is gone; deleting it.")
 	case removal.IsError && !tested:
-		return fakeapi.ToolUse(fakeapi.Bash(test)).WithText("The policy refuses the deletion. Checking that the tests pass as they are.")
+		return fakeapi.ToolUse(fakeapi.Bash(test)).WithText("The policy refuses the deletion. Checking that the tests under internal/ pass as they are.")
 	case removal.IsError && !noted:
 		return fakeapi.ToolUse(fakeapi.Write(note, "# internal/legacy\n\nDead: its only test is skipped since v1.0 and tests a loader that is gone.\nDelete this directory (`git rm -r internal/legacy`); the CI agent may not.\n")).
 			WithText("Leaving a note for a human instead.")

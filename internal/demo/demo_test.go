@@ -70,7 +70,8 @@ func TestLearnPairsCallsAndResults(t *testing.T) {
 
 // TestDemo runs the whole demo: pneuma built from this module, the real CLI,
 // jobs.example.yaml. It checks what a newcomer is promised: every job
-// succeeds, the changes are on the job branches, plan mode refuses a write.
+// succeeds, the changes are on the job branches, verify sends go vet's
+// complaint back, a policy and plan mode each refuse a call.
 func TestDemo(t *testing.T) {
 	claude := claudetest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -110,6 +111,8 @@ func TestDemo(t *testing.T) {
 			Name              string           `json:"name"`
 			Status            string           `json:"status"`
 			Branch            string           `json:"branch"`
+			Result            string           `json:"result"`
+			Verify            []map[string]any `json:"verify"`
 			PermissionDenials []map[string]any `json:"permission_denials"`
 		} `json:"jobs"`
 	}
@@ -122,12 +125,29 @@ func TestDemo(t *testing.T) {
 			t.Errorf("job %s %s", j.Name, j.Status)
 		}
 		branches[j.Name] = j.Branch
-		if j.Name == "audit-deps" && (len(j.PermissionDenials) != 1 || j.PermissionDenials[0]["tool_name"] != "Write") {
-			t.Errorf("audit-deps denials %v, want the refused Write", j.PermissionDenials)
+		if strings.Contains(j.Result, "no script") {
+			t.Errorf("job %s has no script in the demo agent: %s", j.Name, j.Result)
+		}
+		switch j.Name {
+		case "audit-deps":
+			if len(j.PermissionDenials) != 1 || j.PermissionDenials[0]["tool_name"] != "Write" {
+				t.Errorf("audit-deps denials %v, want the Write plan mode refused", j.PermissionDenials)
+			}
+		case "tidy-tests":
+			if len(j.PermissionDenials) != 1 || j.PermissionDenials[0]["tool_name"] != "Bash" {
+				t.Errorf("tidy-tests denials %v, want the rm -rf its policy refused", j.PermissionDenials)
+			}
+			if !strings.Contains(j.Result, "the tests pass") {
+				t.Errorf("tidy-tests result %q, want passing tests", j.Result)
+			}
+		case "fix-lint":
+			if len(j.Verify) != 2 || j.Verify[0]["passed"] != false || j.Verify[1]["passed"] != true {
+				t.Errorf("fix-lint verify rounds %v, want a failed go vet, then a passing one", j.Verify)
+			}
 		}
 	}
-	if len(rep.Jobs) != 4 {
-		t.Errorf("%d jobs in the report, want 4", len(rep.Jobs))
+	if len(branches) != 5 {
+		t.Errorf("jobs %v in the report, want the 5 of jobs.example.yaml", branches)
 	}
 
 	show := func(repo, rev string) string {
@@ -145,6 +165,12 @@ func TestDemo(t *testing.T) {
 	}
 	if got := show(app, branches["fix-lint"]+":cmd/version.go"); !strings.Contains(got, vetGood) {
 		t.Errorf("fix-lint did not fix cmd/version.go:\n%s", got)
+	}
+	if got := show(app, branches["fix-lint"]+":cmd/serve.go"); !strings.Contains(got, vetGoodServe) {
+		t.Errorf("fix-lint did not fix cmd/serve.go after go vet failed:\n%s", got)
+	}
+	if got := show(app, branches["tidy-tests"]+":internal/legacy/README.md"); !strings.Contains(got, "git rm -r internal/legacy") {
+		t.Errorf("tidy-tests left no note:\n%s", got)
 	}
 	if got := show(other, branches["release-notes"]+":RELEASE_NOTES.md"); !strings.Contains(got, "- Fix panic on an empty config file") {
 		t.Errorf("RELEASE_NOTES.md:\n%s", got)

@@ -8,8 +8,11 @@
 // states in its system prompt) with Write, then answers -text; otherwise it
 // answers -text at once.
 //
-//	url=$(go run ./internal/fakeapi/cmd/fakeapi -text ok | head -1)
-//	ANTHROPIC_BASE_URL=$url ANTHROPIC_API_KEY=sk-test claude -p hi
+//	go build -o fakeapi ./internal/fakeapi/cmd/fakeapi
+//	./fakeapi -text ok -url-file api.url & pid=$!
+//	# wait until api.url exists, then
+//	ANTHROPIC_BASE_URL=$(cat api.url) ANTHROPIC_API_KEY=sk-test claude -p hi
+//	kill $pid
 package main
 
 import (
