@@ -161,6 +161,19 @@ type Job struct {
 	Verify []VerifyRound `json:"verify,omitempty"`
 	// Audit is the job's tool audit log (audit.jsonl), if it was written.
 	Audit string `json:"audit,omitempty"`
+	// Timings says where the job's time went.
+	Timings Timings `json:"timings,omitzero"`
+}
+
+// Timings breaks a job's duration down, in milliseconds.
+type Timings struct {
+	WorktreeMS int64 `json:"worktree_ms"`
+	WaitMS     int64 `json:"wait_ms"`
+	CLIMS      int64 `json:"cli_ms"`
+	CommitMS   int64 `json:"commit_ms"`
+	DiffMS     int64 `json:"diff_ms"`
+	ArchiveMS  int64 `json:"archive_ms"`
+	RemoveMS   int64 `json:"remove_ms"`
 }
 
 // VerifyRound is one run of a job's verification command.

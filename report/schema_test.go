@@ -69,7 +69,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 				if d, _ := p["description"].(string); len(d) < 10 {
 					t.Errorf("property %q has no real description", name)
 				}
-				omitempty := strings.Contains(opts, "omitempty")
+				omitempty := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
 				if req := slices.Contains(required, name); req == omitempty {
 					t.Errorf("property %q: required=%v but omitempty=%v", name, req, omitempty)
 				}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,6 +43,8 @@ type attempt struct {
 	denials             []report.PermissionDenial
 	rounds              []report.VerifyRound
 	duration            time.Duration
+	waited              time.Duration // for a start slot (stagger)
+	cli                 time.Duration // from spawning the CLI to its exit and drained stdout
 }
 
 // runJob runs one job through its whole lifecycle and returns its result.
@@ -58,7 +61,9 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, fmt.Sprintf("create job directory: %v", err)
 		return res
 	}
+	t0 := time.Now()
 	created, err := r.prepareWorkspace(ctx, job, prior)
+	res.Timings.WorktreeMS = time.Since(t0).Milliseconds()
 	if err != nil {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
 		if !created {
@@ -127,6 +132,8 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.NumTurns += a.turns
 		res.PermissionDenials = append(res.PermissionDenials, a.denials...)
 		res.Verify = append(res.Verify, a.rounds...)
+		res.Timings.WaitMS += a.waited.Milliseconds()
+		res.Timings.CLIMS += a.cli.Milliseconds()
 		res.Attempts = append(res.Attempts, report.Attempt{
 			Number: number, Status: a.status, Reason: a.reason, SessionID: a.sessionID,
 			CostUSD: a.cost, CostEstimated: a.estimated, DurationMS: a.duration.Milliseconds(),
@@ -206,8 +213,8 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 }
 
 // attempt runs the CLI once. resume continues an earlier session.
-func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, stream *os.File, stderr *tailFile, aud *audit) attempt {
-	a := attempt{model: job.Options.Model}
+func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, stream *os.File, stderr *tailFile, aud *audit) (a attempt) {
+	a.model = job.Options.Model
 	start := time.Now()
 	defer func() { a.duration = time.Since(start) }()
 
@@ -248,10 +255,14 @@ func (r *run) attempt(ctx context.Context, job *Job, number int, resume string, 
 		onControl = (&controller{pol: pol, cwd: job.Dir, audit: aud}).onControl
 	}
 
+	waitStart := time.Now()
 	if !r.reserveStart(ctx) {
 		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
 		return a
 	}
+	a.waited = time.Since(waitStart)
+	cliStart := time.Now()
+	defer func() { a.cli = time.Since(cliStart) }()
 	p, err := claude.Start(ctx, claude.Config{
 		Binary:    firstNonEmpty(job.Binary, r.plan.Binary),
 		Dir:       job.Dir,
@@ -659,6 +670,12 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 	defer cancel()
 	ws := r.opts.Workspace
 
+	t := time.Now()
+	lap := func(ms *int64) {
+		now := time.Now()
+		*ms += now.Sub(t).Milliseconds()
+		t = now
+	}
 	if job.UseWorktree {
 		if job.Commit {
 			msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of run %s, committed by pneuma.\nStatus: %s%s\n",
@@ -666,6 +683,7 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 			if _, _, err := ws.CommitAll(ctx, job.Dir, msg); err != nil {
 				res.Error = joinErr(res.Error, fmt.Sprintf("commit leftover changes: %v", err))
 			}
+			lap(&res.Timings.CommitMS)
 		}
 		head, err := ws.Head(ctx, job.Dir)
 		if err != nil {
@@ -683,6 +701,7 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 				res.Error = joinErr(res.Error, err.Error())
 			}
 		}
+		lap(&res.Timings.DiffMS)
 	} else if head, err := ws.Head(ctx, job.Dir); err == nil && head != job.BaseCommit {
 		res.Commit = head
 		res.FilesChanged, res.Insertions, res.Deletions, _ = ws.DiffStat(ctx, job.Dir, job.BaseCommit, head)
@@ -699,17 +718,17 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 				res.Transcript = filepath.Join(dst, filepath.Base(file))
 			}
 		}
+		lap(&res.Timings.ArchiveMS)
 	}
 
 	if job.UseWorktree && r.removeWorktree(res) {
-		dirty, err := ws.Status(ctx, job.Dir)
-		if err == nil && len(dirty) == 0 {
-			if err := ws.Remove(ctx, job.Repo, job.Dir); err != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("remove worktree: %v", err))
-			} else {
-				res.Worktree = ""
-			}
+		// Remove refuses a worktree with uncommitted work (DirtyError): it stays.
+		if err := ws.Remove(ctx, job.Repo, job.Dir); err == nil {
+			res.Worktree = ""
+		} else if !isDirty(err) {
+			res.Error = joinErr(res.Error, fmt.Sprintf("remove worktree: %v", err))
 		}
+		lap(&res.Timings.RemoveMS)
 	}
 }
 
@@ -808,4 +827,10 @@ func stopTimers(ts ...*time.Timer) {
 			t.Stop()
 		}
 	}
+}
+
+// isDirty reports whether err says a worktree holds uncommitted work.
+func isDirty(err error) bool {
+	var d interface{ DirtyFiles() []string }
+	return errors.As(err, &d)
 }

@@ -89,6 +89,10 @@ func (e *DirtyError) Error() string {
 		e.Path, len(e.Files), strings.Join(files, ", "), more)
 }
 
+// DirtyFiles lists the uncommitted paths (callers that only know the
+// method, not the type, test for it).
+func (e *DirtyError) DirtyFiles() []string { return e.Files }
+
 // ExistsError is returned by Create when the branch or the worktree
 // directory already exists. It matches errors.Is(err, fs.ErrExist).
 type ExistsError struct {
