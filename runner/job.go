@@ -76,7 +76,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		s.WorktreeCreated = job.UseWorktree
 		s.StartedAt = start.UTC()
 	})
-	_ = r.journal.save()
+	r.journal.touch()
 	r.opts.Reporter.Event(Event{Type: EventJobStarted, Time: time.Now(), RunID: r.plan.RunID, Job: job.Name, Branch: job.Branch, Worktree: job.Dir, SpentUSD: r.spentSoFar()})
 
 	stream, err := os.OpenFile(res.Stream, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -145,7 +145,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 			s.SpentUSD = res.CostUSD
 			s.Attempts = res.Attempts
 		})
-		_ = r.journal.save()
+		r.journal.touch()
 
 		if a.status == report.StatusSucceeded || !retryable(a) || number > job.Retries || ctx.Err() != nil {
 			break
@@ -502,7 +502,7 @@ func (d *driver) handle(ev claude.Event) action {
 				d.sessionID = ev.Init.SessionID
 				// Record it now: if pneuma is killed, --resume continues it.
 				d.r.journal.update(d.job.Name, func(s *JobState) { s.SessionID = d.sessionID })
-				_ = d.r.journal.save()
+				d.r.journal.touch()
 			}
 			d.model = firstNonEmpty(ev.Init.Model, d.model)
 		case ev.Retry != nil:

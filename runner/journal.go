@@ -36,6 +36,39 @@ type Journal struct {
 	mu     sync.Mutex // guards the fields above
 	saveMu sync.Mutex // orders saves so an older snapshot never lands last
 	path   string
+
+	// dirty wakes the background writer; changes that arrive while it
+	// writes are coalesced into its next write.
+	dirty   chan struct{}
+	stopped chan struct{}
+}
+
+// startWriter starts the goroutine that saves the journal after touch.
+// Under heavy disk load an fsync can take a second; jobs must not wait for
+// it on their way, only where durability matters (a finished job).
+func (j *Journal) startWriter() {
+	j.dirty = make(chan struct{}, 1)
+	j.stopped = make(chan struct{})
+	go func() {
+		defer close(j.stopped)
+		for range j.dirty {
+			_ = j.save()
+		}
+	}()
+}
+
+// touch schedules a save without waiting for it.
+func (j *Journal) touch() {
+	select {
+	case j.dirty <- struct{}{}:
+	default: // a save is already pending; it will include this change
+	}
+}
+
+// stopWriter ends the writer after its pending save.
+func (j *Journal) stopWriter() {
+	close(j.dirty)
+	<-j.stopped
 }
 
 // JobState is one job's progress in the journal.

@@ -162,6 +162,8 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	if err != nil {
 		return nil, &EnvError{err}
 	}
+	j.startWriter()
+	defer j.stopWriter()
 	r := &run{plan: p, opts: o, journal: j}
 	rep := &report.Report{
 		Schema:    report.Schema,

@@ -455,25 +455,57 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 	} else if _, err := os.Lstat(path); err == nil {
 		return errors.New("not a directory")
 	}
+	// The worktree is clean: move it out of the way (one rename), let git
+	// forget it (prune, under the repository's lock, which Create also
+	// takes), and delete the files outside the lock. Deleting a big tree
+	// takes seconds; holding the lock for it would stall every Create.
+	var trash string
+	if isDir(path) {
+		// Only ever a linked worktree of repo: never its main checkout, never
+		// any other directory.
+		list, err := m.List(ctx, repo)
+		if err != nil {
+			return err
+		}
+		linked := false
+		for i, in := range list {
+			if i > 0 && samePath(in.Path, path) {
+				linked = true
+			}
+		}
+		if !linked {
+			_, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path)
+			if err == nil {
+				err = fmt.Errorf("%s is not a linked worktree of %s", path, repo)
+			}
+			return err
+		}
+		trash = fmt.Sprintf("%s.removing-%d", path, time.Now().UnixNano())
+		if err := os.Rename(path, trash); err != nil {
+			// Fall back to git's own removal, which re-checks cleanliness
+			// (without --force it refuses a worktree that became dirty).
+			_, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path)
+			if err != nil {
+				return err
+			}
+			trash = ""
+		}
+	}
 	unlock, err := m.lock(ctx, common)
 	if err != nil {
 		return err
 	}
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	if isDir(path) {
-		// Without --force git itself refuses a worktree that became dirty
-		// since the check above, so nothing uncommitted can be lost.
-		if _, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path); err != nil {
-			return err
+	_, err = m.output(ctx, "-C", repo, "worktree", "prune")
+	unlock()
+	if err != nil {
+		return err
+	}
+	if trash != "" {
+		if err := os.RemoveAll(trash); err != nil {
+			return fmt.Errorf("delete the removed worktree's files: %w", err)
 		}
 	}
-	_, err = m.output(ctx, "-C", repo, "worktree", "prune")
-	return err
+	return nil
 }
 
 // List returns the worktrees of repo, the main worktree first, as

@@ -649,6 +649,15 @@ func TestRemove(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "git worktree remove: exit status 128: fatal: ") {
 		t.Errorf("Remove of a non-worktree = %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(repo, "src")); err != nil {
+		t.Errorf("Remove of a clean directory that is not a linked worktree touched it: %v", err)
+	}
+	if err := m.Remove(ctx, repo, repo); err == nil {
+		t.Errorf("Remove of the main worktree succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
+		t.Errorf("the main worktree was touched: %v", err)
+	}
 }
 
 func TestParseList(t *testing.T) {
