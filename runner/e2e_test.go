@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -607,5 +608,38 @@ jobs:
 	entries := claudetest.ReadJSONL(t, j.Audit)
 	if len(entries) != 1 || entries[0]["edited"] != true || entries[0]["decision"] != "allow" {
 		t.Errorf("audit %v", entries)
+	}
+}
+
+func TestSequentialJobsReuseWorktreesWithoutLeaks(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	for _, n := range []string{"1", "2", "3"} {
+		b.jobs["TOKEN-SEQ"+n] = writeFile("file"+n+".txt", "from job "+n+"\n")
+	}
+	p := b.plan(repo, `version: 1
+concurrency: 1
+defaults: {permission_mode: acceptEdits}
+jobs:
+  - {name: one, prompt: TOKEN-SEQ1}
+  - {name: two, prompt: TOKEN-SEQ2}
+  - {name: three, prompt: TOKEN-SEQ3}
+`)
+	rep := b.run(p)
+	if rep.Status != report.RunSucceeded {
+		t.Fatalf("run %s: %+v", rep.Status, rep.Jobs)
+	}
+	for i, j := range p.Jobs {
+		want := fmt.Sprintf("file%d.txt", i+1)
+		files := strings.Fields(claudetest.Git(t, repo, "diff", "--name-only", j.BaseCommit, j.Branch))
+		if len(files) != 1 || files[0] != want {
+			t.Errorf("branch %s changes %v, want only %s (a reused worktree leaked files)", j.Branch, files, want)
+		}
+		if _, err := os.Stat(j.Dir); !os.IsNotExist(err) {
+			t.Errorf("worktree %s still exists after the run", j.Dir)
+		}
+	}
+	if wts := claudetest.Git(t, repo, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", wts)
 	}
 }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -205,6 +204,14 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 	}
 	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
 		return false, fmt.Errorf("create worktree directory: %w", err)
+	}
+	if from, ok := r.unpark(job.Repo); ok {
+		if err := ws.ReuseWorktree(ctx, job.Repo, from, job.Dir, job.Branch, job.BaseCommit); err == nil {
+			return true, nil
+		}
+		// Could not reuse it (dirty since, moved away...): remove it if
+		// it is clean (Remove refuses otherwise) and create afresh.
+		_ = ws.Remove(context.WithoutCancel(ctx), job.Repo, from)
 	}
 	if err := ws.CreateWorktree(ctx, job.Repo, job.Dir, job.Branch, job.BaseCommit); err != nil {
 		return false, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
@@ -722,11 +729,13 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 	}
 
 	if job.UseWorktree && r.removeWorktree(res) {
-		// Remove refuses a worktree with uncommitted work (DirtyError): it stays.
-		if err := ws.Remove(ctx, job.Repo, job.Dir); err == nil {
+		// A worktree with uncommitted work stays. A clean one is parked for
+		// the next job of the repository (or removed at the end of the run).
+		if dirty, err := ws.Status(ctx, job.Dir); err == nil && len(dirty) == 0 {
+			r.park(job.Repo, job.Dir)
 			res.Worktree = ""
-		} else if !isDirty(err) {
-			res.Error = joinErr(res.Error, fmt.Sprintf("remove worktree: %v", err))
+		} else if err != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("check worktree before removing it: %v", err))
 		}
 		lap(&res.Timings.RemoveMS)
 	}
@@ -827,10 +836,4 @@ func stopTimers(ts ...*time.Timer) {
 			t.Stop()
 		}
 	}
-}
-
-// isDirty reports whether err says a worktree holds uncommitted work.
-func isDirty(err error) bool {
-	var d interface{ DirtyFiles() []string }
-	return errors.As(err, &d)
 }

@@ -41,6 +41,10 @@ type Workspace interface {
 	WriteDiff(ctx context.Context, dir, base, head string, w io.Writer) error
 	// Remove removes a clean linked worktree, keeping its branch.
 	Remove(ctx context.Context, repo, path string) error
+	// ReuseWorktree moves the clean linked worktree from to path and makes
+	// it a fresh checkout of base on a new branch (cheaper than Remove and
+	// CreateWorktree on a big tree).
+	ReuseWorktree(ctx context.Context, repo, from, path, branch, base string) error
 	// SanitizeName turns a job name into a path and branch component.
 	SanitizeName(name string) string
 }

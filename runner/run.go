@@ -133,7 +133,9 @@ type run struct {
 	mu        sync.Mutex
 	spent     float64
 	nextStart time.Time
-	failed    bool
+	// parked holds, per repository, clean worktrees of finished jobs that
+	// the next jobs reuse; what is left is removed at the end of the run.
+	parked map[string][]string
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not
@@ -212,6 +214,7 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 		})
 	}
 	_ = g.Wait()
+	r.removeParked(ctx)
 
 	rep.Jobs = results
 	rep.FinishedAt = time.Now().UTC()
@@ -281,6 +284,41 @@ func (r *run) baseResult(job *Job) report.Job {
 		Model:             job.Options.Model,
 		PermissionDenials: []report.PermissionDenial{},
 	}
+}
+
+// park keeps a finished job's clean worktree for the next job of its repository.
+func (r *run) park(repo, dir string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.parked == nil {
+		r.parked = map[string][]string{}
+	}
+	r.parked[repo] = append(r.parked[repo], dir)
+}
+
+// unpark takes a parked worktree of repo, if there is one.
+func (r *run) unpark(repo string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dirs := r.parked[repo]
+	if len(dirs) == 0 {
+		return "", false
+	}
+	dir := dirs[len(dirs)-1]
+	r.parked[repo] = dirs[:len(dirs)-1]
+	return dir, true
+}
+
+// removeParked removes the worktrees no job reused.
+func (r *run) removeParked(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for repo, dirs := range r.parked {
+		for _, dir := range dirs {
+			_ = r.opts.Workspace.Remove(ctx, repo, dir)
+		}
+	}
+	r.parked = nil
 }
 
 // reserveStart spaces CLI starts by the plan's stagger and returns when this

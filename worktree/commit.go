@@ -99,14 +99,24 @@ func (m *Manager) commitAll(ctx context.Context, dir, message string) (string, b
 	case !errors.As(err, &ce) || ce.ExitCode() != 1:
 		return "", false, err
 	}
-	args := []string{"-C", dir}
-	args = append(args, m.identity(ctx, dir)...)
-	args = append(args,
-		"-c", "core.hooksPath=/dev/null",
-		"-c", "commit.gpgSign=false",
-		"commit", "--no-verify", "--quiet", "-m", message)
-	if _, err := m.output(ctx, args...); err != nil {
-		return "", false, err
+	commit := func(identity []string) error {
+		args := append([]string{"-C", dir}, identity...)
+		args = append(args,
+			"-c", "core.hooksPath=/dev/null",
+			"-c", "commit.gpgSign=false",
+			"commit", "--no-verify", "--quiet", "-m", message)
+		_, err := m.output(ctx, args...)
+		return err
+	}
+	// Most machines have an identity: try without the fallback first and
+	// look the identity up only when git says it has none.
+	if err := commit(nil); err != nil {
+		if !errors.As(err, &ce) || !noIdentity(ce.Stderr) {
+			return "", false, err
+		}
+		if err := commit(m.identity(ctx, dir)); err != nil {
+			return "", false, err
+		}
 	}
 	head, err := m.Head(ctx, dir)
 	if err != nil {
@@ -132,6 +142,17 @@ func (m *Manager) identity(ctx context.Context, dir string) []string {
 		args = append(args, "-c", "user.email="+fallbackEmail)
 	}
 	return args
+}
+
+// noIdentity reports whether git refused to commit for want of a user name
+// or email.
+func noIdentity(stderr string) bool {
+	for _, s := range []string{"tell me who you are", "unable to auto-detect email", "empty ident name", "no email was given"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stat counts the changes between two commits.

@@ -732,3 +732,68 @@ func TestRepoEnvIgnored(t *testing.T) {
 		t.Errorf("Status = %q, %v", files, err)
 	}
 }
+
+func TestReuse(t *testing.T) {
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	ctx := testCtx(t)
+	base, err := m.Head(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(repo, ".pneuma", "wt", "first")
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: first, Branch: "job/first", Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	// The first job changes, commits, and leaves ignored build output.
+	writeFile(t, first, "README.md", "changed by first\n")
+	writeFile(t, first, "new.txt", "first\n")
+	writeFile(t, first, ".gitignore", "build/\n")
+	writeFile(t, first, filepath.Join("build", "out.bin"), "artifact\n")
+	if _, _, err := m.CommitAll(ctx, first, "first"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, first, filepath.Join("build", "more.bin"), "ignored, uncommitted\n")
+	// An ignored file is not "uncommitted work" for Status; Reuse may drop it.
+	second := filepath.Join(repo, ".pneuma", "wt", "second")
+	if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: first, Path: second, Branch: "job/second", Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Errorf("the old path still exists: %v", err)
+	}
+	// The new worktree is exactly the base: no file of the first job.
+	for _, gone := range []string{"new.txt", ".gitignore", "build"} {
+		if _, err := os.Stat(filepath.Join(second, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s leaked from the first job into the second", gone)
+		}
+	}
+	if head, _ := m.Head(ctx, second); head != base {
+		t.Errorf("second is at %s, want the base %s", head, base)
+	}
+	if files, err := m.Status(ctx, second); err != nil || len(files) != 0 {
+		t.Errorf("second is not clean: %v %v", files, err)
+	}
+	list, _ := m.List(ctx, repo)
+	var branches []string
+	for _, in := range list {
+		branches = append(branches, in.Branch)
+	}
+	if !slices.Contains(branches, "job/second") || slices.Contains(branches, "job/first") {
+		t.Errorf("worktrees %+v", list)
+	}
+	// The first job's branch and work are kept.
+	if out := gitT(t, m, repo, "show", "job/first:new.txt"); strings.TrimSpace(out) != "first" {
+		t.Errorf("first's branch lost its work: %q", out)
+	}
+	// A worktree with uncommitted work is refused and left alone.
+	writeFile(t, second, "wip.txt", "wip\n")
+	third := filepath.Join(repo, ".pneuma", "wt", "third")
+	var dirty *DirtyError
+	if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: second, Path: third, Branch: "job/third", Base: base}); !errors.As(err, &dirty) {
+		t.Errorf("Reuse of a dirty worktree = %v, want a DirtyError", err)
+	}
+	if _, err := os.Stat(filepath.Join(second, "wip.txt")); err != nil {
+		t.Errorf("uncommitted work was touched: %v", err)
+	}
+}

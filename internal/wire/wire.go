@@ -25,6 +25,11 @@ func (w Workspace) CreateWorktree(ctx context.Context, repo, path, branch, base 
 	return w.Create(ctx, worktree.CreateOptions{Repo: repo, Path: path, Branch: branch, Base: base})
 }
 
+// ReuseWorktree moves a finished job's clean worktree to a new job.
+func (w Workspace) ReuseWorktree(ctx context.Context, repo, from, path, branch, base string) error {
+	return w.Reuse(ctx, worktree.ReuseOptions{Repo: repo, From: from, Path: path, Branch: branch, Base: base})
+}
+
 // DiffStat counts the changes between two commits.
 func (w Workspace) DiffStat(ctx context.Context, dir, base, head string) (int, int, int, error) {
 	s, err := w.Manager.DiffStat(ctx, dir, base, head)
