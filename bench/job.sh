@@ -5,7 +5,17 @@
 set -euo pipefail
 n="$1"
 t0="${EPOCHREALTIME/./}"
-git -C "$BENCH_REPO" worktree add -q -b "baseline/$n" "$BENCH_WORKTREES/$n" HEAD
+# Concurrent `git worktree add`s in one repository race ("failed to read
+# .git/worktrees/N/commondir"): retry like a careful script would (a failed
+# add leaves its branch behind, so each try uses a new branch name).
+for try in 1 2 3 4 5; do
+  if git -C "$BENCH_REPO" worktree add -q -b "baseline/$n-$try" "$BENCH_WORKTREES/$n" HEAD 2>>"$BENCH_OUT/$n.git.err"; then
+    break
+  fi
+  [[ $try == 5 ]] && exit 1
+  rm -rf "${BENCH_WORKTREES:?}/$n"
+  git -C "$BENCH_REPO" worktree prune
+done
 t1="${EPOCHREALTIME/./}"
 cd "$BENCH_WORKTREES/$n"
 "$BENCH_CLAUDE" -p "bench job $n: reply ok" --output-format json >"$BENCH_OUT/$n.json" 2>"$BENCH_OUT/$n.err"

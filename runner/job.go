@@ -683,27 +683,37 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 		*ms += now.Sub(t).Milliseconds()
 		t = now
 	}
+	// clean is true when the worktree is known to hold no uncommitted work
+	// (everything was just committed and the CLI and its tools are gone).
+	clean := false
 	if job.UseWorktree {
+		head := ""
 		if job.Commit {
 			msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of run %s, committed by pneuma.\nStatus: %s%s\n",
 				job.Name, res.Status, job.Name, r.plan.RunID, res.Status, reasonSuffix(res.Reason))
-			if _, _, err := ws.CommitAll(ctx, job.Dir, msg); err != nil {
+			if sha, _, err := ws.CommitAll(ctx, job.Dir, msg); err != nil {
 				res.Error = joinErr(res.Error, fmt.Sprintf("commit leftover changes: %v", err))
+			} else {
+				head, clean = sha, true
 			}
 			lap(&res.Timings.CommitMS)
 		}
-		head, err := ws.Head(ctx, job.Dir)
-		if err != nil {
-			res.Error = joinErr(res.Error, fmt.Sprintf("read head: %v", err))
-		} else {
+		if head == "" {
+			var err error
+			if head, err = ws.Head(ctx, job.Dir); err != nil {
+				res.Error = joinErr(res.Error, fmt.Sprintf("read head: %v", err))
+			}
+		}
+		if head != "" {
 			if head != job.BaseCommit {
 				res.Commit = head
+				files, ins, del, err := ws.DiffStat(ctx, job.Dir, job.BaseCommit, head)
+				if err != nil {
+					res.Error = joinErr(res.Error, fmt.Sprintf("diff stat: %v", err))
+				}
+				res.FilesChanged, res.Insertions, res.Deletions = files, ins, del
 			}
-			files, ins, del, err := ws.DiffStat(ctx, job.Dir, job.BaseCommit, head)
-			if err != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("diff stat: %v", err))
-			}
-			res.FilesChanged, res.Insertions, res.Deletions = files, ins, del
+			// An empty diff.patch says "no changes" as plainly as a diff would.
 			if err := r.writePatch(ctx, job, head); err != nil {
 				res.Error = joinErr(res.Error, err.Error())
 			}
@@ -731,7 +741,10 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 	if job.UseWorktree && r.removeWorktree(res) {
 		// A worktree with uncommitted work stays. A clean one is parked for
 		// the next job of the repository (or removed at the end of the run).
-		if dirty, err := ws.Status(ctx, job.Dir); err == nil && len(dirty) == 0 {
+		if clean {
+			r.park(job.Repo, job.Dir)
+			res.Worktree = ""
+		} else if dirty, err := ws.Status(ctx, job.Dir); err == nil && len(dirty) == 0 {
 			r.park(job.Repo, job.Dir)
 			res.Worktree = ""
 		} else if err != nil {
@@ -757,7 +770,9 @@ func (r *run) writePatch(ctx context.Context, job *Job, head string) error {
 	if err != nil {
 		return fmt.Errorf("write diff.patch: %w", err)
 	}
-	err = r.opts.Workspace.WriteDiff(ctx, job.Dir, job.BaseCommit, head, f)
+	if head != job.BaseCommit {
+		err = r.opts.Workspace.WriteDiff(ctx, job.Dir, job.BaseCommit, head, f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
