@@ -95,7 +95,18 @@ def pneuma(d):
     ms = int(open(os.path.join(d, "makespan_us")).read()) / 1000
     rss = int(open(os.path.join(d, "vmhwm_kb")).read())
     code = int(open(os.path.join(d, "exit")).read())
-    return ms, wt, cli, over, pre, post, rss, code, bad, len(rep["jobs"])
+    # report.json timings: where each job's time went, by pneuma's own clock.
+    timings = {}
+    own = []
+    for j in rep["jobs"]:
+        t = j.get("timings") or {}
+        for k, v in t.items():
+            timings.setdefault(k, []).append(v)
+        if t:
+            # What is left when the CLI and every git command are taken out:
+            # pneuma's own code (scheduling, stream parsing, journal, archive).
+            own.append(j["duration_ms"] - sum(t[k] for k in ("worktree_ms", "wait_ms", "cli_ms", "commit_ms", "diff_ms", "remove_ms")))
+    return ms, wt, cli, over, pre, post, rss, code, bad, len(rep["jobs"]), timings, own
 
 
 def main():
@@ -107,7 +118,7 @@ def main():
     print("  " + line("claude process", b_cli))
     status = 0
     for i, v in enumerate(variants):
-        ms, wt, cli, over, pre, post, rss, code, bad, n = pneuma(os.path.join(root, v))
+        ms, wt, cli, over, pre, post, rss, code, bad, n, timings, own = pneuma(os.path.join(root, v))
         print(v)
         print("  makespan %.0f ms (%.3f x baseline), %d jobs, exit %d, peak RSS %.1f MB" % (ms, ms / b_ms, n, code, rss / 1024))
         if not over:
@@ -119,6 +130,11 @@ def main():
         print("  " + line("pneuma overhead per job", over))
         print("  " + line("  of which job_started -> CLI start", pre))
         print("  " + line("  of which CLI exit -> job end", post))
+        for k in ("worktree_ms", "wait_ms", "cli_ms", "commit_ms", "diff_ms", "archive_ms", "remove_ms"):
+            if k in timings:
+                print("  " + line("report timings." + k, timings[k]))
+        if own:
+            print("  " + line("pneuma's own code (no CLI, no git)", own))
         for b in bad:
             print("  not succeeded: " + b)
         checks = [
