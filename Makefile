@@ -51,7 +51,7 @@ fuzz:
 
 ## bench: benchmarks with figures (pneuma run vs a shell baseline, history vs ccusage)
 bench: build claude bench-deps
-	./scripts/bench-run.sh
+	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
 	./scripts/bench-history.sh
 
 ## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
