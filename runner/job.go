@@ -96,11 +96,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
 		return res
 	}
-	defer func() {
-		if err := aud.close(); err != nil {
-			res.Error = joinErr(res.Error, err.Error())
-		}
-	}()
+	defer aud.close() // on early returns; the normal path closes it below and keeps the error
 
 	sessionID := ""
 	number := 0
@@ -178,6 +174,9 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		res.Result = last.result.Result
 	}
 	r.afterJob(ctx, job, &res, sessionID)
+	if err := aud.close(); err != nil {
+		res.Error = joinErr(res.Error, err.Error())
+	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	// Model output and CLI errors can quote secrets; reports never carry them.
 	res.Result, res.Error = redact.String(res.Result), redact.String(res.Error)
