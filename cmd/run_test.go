@@ -227,6 +227,23 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
+// readReport reads a report the run wrote and checks it against the schema.
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Validate(data); err != nil {
+		t.Errorf("%s does not match the report schema: %v", path, err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -284,10 +301,7 @@ func TestRunOutputs(t *testing.T) {
 	if r.code != cmd.ExitFailed {
 		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	rep, err := report.ReadJSON(filepath.Join(out, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, filepath.Join(out, "r.json"))
 	if rep.Totals.Succeeded != 1 || rep.Totals.Failed != 1 || rep.Jobs[1].Reason != report.ReasonMaxTurns {
 		t.Errorf("report totals %+v, job two %s/%s", rep.Totals, rep.Jobs[1].Status, rep.Jobs[1].Reason)
 	}
@@ -448,10 +462,7 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 				t.Errorf("stopping took %s, want at most %s", took, tc.within)
 			}
 			t.Logf("%s: exit 130 after %s", tc.name, took.Round(time.Millisecond))
-			rep, err := report.ReadJSON(filepath.Join(runDir, "report.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := readReport(t, filepath.Join(runDir, "report.json"))
 			if rep.Status != report.RunInterrupted || rep.Jobs[0].Status != report.StatusInterrupted || rep.Jobs[1].Status != report.StatusSkipped {
 				t.Errorf("report %s: busy %s, later %s", rep.Status, rep.Jobs[0].Status, rep.Jobs[1].Status)
 			}
@@ -534,10 +545,7 @@ func TestKilledRunResumes(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	rep, err := report.ReadJSON(filepath.Join(runDir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, filepath.Join(runDir, "report.json"))
 	if rep.RunID != filepath.Base(runDir) || rep.Status != report.RunSucceeded || len(rep.Jobs) != 2 {
 		t.Fatalf("report %s %s with %d jobs", rep.RunID, rep.Status, len(rep.Jobs))
 	}

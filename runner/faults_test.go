@@ -251,6 +251,7 @@ func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
 	if ctx.Err() != nil {
 		t.Fatalf("run did not end within %s", limit)
 	}
+	validateReport(t, runner.RunReportPath(p))
 	return rep
 }
 
