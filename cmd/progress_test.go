@@ -44,7 +44,7 @@ func TestBarReporter(t *testing.T) {
 	if got := out.String(); !strings.Contains(got, "b: failed max_turns") {
 		t.Errorf("a failed job is not printed above the bar: %q", got)
 	}
-	r.Close() // stops the ticker; -race and the goroutine check below catch leaks
+	r.Close() // must stop the ticker goroutine (it waits for it); -race checks its writes
 }
 
 func TestLineReporterGuardsModelText(t *testing.T) {

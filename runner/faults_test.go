@@ -115,6 +115,21 @@ func TestFaults(t *testing.T) {
 			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
 		},
 		{
+			name: "timeout while the agent fixes a failed verification",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{
+				{When: "verification command", Steps: []fakecli.Step{{Hang: true}}},
+				{Steps: []fakecli.Step{initStep(), okResult(0.01)}},
+			}},
+			job:        "    timeout: 3s\n    verify: {command: [\"false\"], attempts: 3}\n",
+			touch:      true,
+			wantStatus: report.StatusFailed, wantReason: report.ReasonTimeout, maxTime: 15 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if len(res.Verify) != 1 || res.Verify[0].Passed {
+					t.Errorf("verify rounds %+v, want one failed round", res.Verify)
+				}
+			},
+		},
+		{
 			name: "hang after result",
 			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
 				initStep(), okResult(0.04), {Hang: true},

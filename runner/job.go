@@ -580,17 +580,18 @@ func classify(a *attempt, d driver, stopped string) {
 		}
 	}
 	if complete && d.job.Verify != nil {
+		// Verification decides only when its loop ended (passed or out of
+		// attempts); a stop in the middle is classified by its reason below.
 		switch n := len(d.rounds); {
-		case n > 0 && d.rounds[n-1].Passed:
+		case n == 0 || !d.final:
+			complete = false
+		case d.rounds[n-1].Passed:
 			a.status = report.StatusSucceeded
-		case n > 0:
+			return
+		default:
 			last := d.rounds[n-1]
 			a.status, a.reason = report.StatusFailed, report.ReasonVerifyFailed
 			a.err = fmt.Sprintf("verification `%s` still failed after %d round(s) (exit code %d)", strings.Join(last.Command, " "), n, last.ExitCode)
-		default:
-			complete = false // stopped before the command could run
-		}
-		if n := len(d.rounds); n > 0 {
 			return
 		}
 	}
