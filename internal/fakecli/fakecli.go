@@ -164,8 +164,20 @@ func Calls(t testing.TB, bin string) []Call {
 	if err != nil {
 		t.Fatalf("fakecli: %v", err)
 	}
+	// A record is complete once its newline is written: a fake that is
+	// starting while the test polls may have created the file but not yet
+	// written its line, so only newline-terminated lines count.
+	text := string(data)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	} else {
+		text = ""
+	}
 	var calls []Call
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			continue
+		}
 		var c Call
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("fakecli: decode call record %q: %v", line, err)
