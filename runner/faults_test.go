@@ -201,7 +201,7 @@ func runFault(t *testing.T, f fault) {
 	// The bystander plays a well-behaved CLI.
 	p.Jobs[1].Binary = fakecli.Install(t, fakecli.Scenario{})
 	if f.touch {
-		go touchWhenReady(t, p.Jobs[0].Dir, "agent-work.txt")
+		go touchWhenReady(t, bin, p.Jobs[0].Dir, "agent-work.txt")
 	}
 	start := time.Now()
 	rep := runPlan(t, p, 30*time.Second)
@@ -270,11 +270,12 @@ func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
 	return rep
 }
 
-// touchWhenReady writes a file into dir once the worktree exists.
-func touchWhenReady(t *testing.T, dir, name string) {
+// touchWhenReady writes a file into dir as the agent would: once the fake
+// CLI at bin has started in it.
+func touchWhenReady(t *testing.T, bin, dir, name string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		if len(fakecli.Calls(t, bin)) > 0 {
 			_ = os.WriteFile(filepath.Join(dir, name), []byte("work in progress\n"), 0o644)
 			return
 		}

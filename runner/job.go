@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,7 +62,15 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return res
 	}
 	t0 := time.Now()
-	created, err := r.prepareWorkspace(ctx, job, prior)
+	created, fresh, err := r.prepareWorkspace(ctx, job, prior)
+	// A worktree made now is a clean checkout of the base: watch it, so
+	// that if the job changes nothing, nothing needs scanning afterwards.
+	var watch WorktreeWatch
+	if err == nil && fresh {
+		if watch = r.opts.Workspace.WatchWorktree(job.Dir); watch != nil {
+			defer watch.Close()
+		}
+	}
 	res.Timings.WorktreeMS = time.Since(t0).Milliseconds()
 	if err != nil {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
@@ -138,7 +147,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 			s.Attempt = number
 			s.SessionID = sessionID
 			s.SpentUSD = res.CostUSD
-			s.Attempts = res.Attempts
+			s.Attempts = slices.Clone(res.Attempts) // runJob goes on writing res.Attempts
 		})
 		r.journal.touch()
 
@@ -173,7 +182,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if last.result != nil {
 		res.Result = last.result.Result
 	}
-	r.afterJob(ctx, job, &res, sessionID)
+	r.afterJob(ctx, job, &res, sessionID, watch)
 	if err := aud.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
@@ -187,35 +196,36 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 }
 
 // prepareWorkspace creates the job's worktree, or reuses it when a resumed
-// run already made it. created says whether the worktree exists.
-func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (created bool, err error) {
+// run already made it. created says whether the worktree exists; fresh,
+// that it was made now as a clean checkout of the job's base.
+func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (created, fresh bool, err error) {
 	if !job.UseWorktree {
-		return false, nil
+		return false, false, nil
 	}
 	if prior != nil && prior.WorktreeCreated {
 		if _, err := os.Stat(job.Dir); err == nil {
-			return true, nil
+			return true, false, nil
 		}
 	}
 	ws := r.opts.Workspace
 	if err := ws.Exclude(job.Repo, "/.pneuma/"); err != nil {
-		return false, fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+		return false, false, fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
-		return false, fmt.Errorf("create worktree directory: %w", err)
+		return false, false, fmt.Errorf("create worktree directory: %w", err)
 	}
 	if from, ok := r.unpark(job.Repo); ok {
-		if err := ws.ReuseWorktree(ctx, job.Repo, from, job.Dir, job.Branch, job.BaseCommit); err == nil {
-			return true, nil
+		if err := ws.ReuseWorktree(ctx, job.Repo, from.dir, job.Dir, job.Branch, job.BaseCommit, from.untouched); err == nil {
+			return true, true, nil
 		}
 		// Could not reuse it (dirty since, moved away...): remove it if
 		// it is clean (Remove refuses otherwise) and create afresh.
-		_ = ws.Remove(context.WithoutCancel(ctx), job.Repo, from)
+		_ = ws.Remove(context.WithoutCancel(ctx), job.Repo, from.dir)
 	}
 	if err := ws.CreateWorktree(ctx, job.Repo, job.Dir, job.Branch, job.BaseCommit); err != nil {
-		return false, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
+		return false, false, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
 	}
-	return true, nil
+	return true, true, nil
 }
 
 // attempt runs the CLI once. resume continues an earlier session.
@@ -671,8 +681,10 @@ func backoff(base time.Duration, n int) time.Duration {
 // afterJob keeps the job's work: commits leftovers on its branch, records
 // what changed, archives the transcript, and removes the worktree when the
 // keep policy allows and nothing uncommitted is in it. It runs even when the
-// run is being interrupted, on a context of its own.
-func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID string) {
+// run is being interrupted, on a context of its own. watch, when not nil,
+// may vouch that the worktree is untouched since it was checked out at the
+// base: then there is nothing to commit or diff, and no file is read.
+func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID string, watch WorktreeWatch) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	ws := r.opts.Workspace
@@ -686,9 +698,19 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 	// clean is true when the worktree is known to hold no uncommitted work
 	// (everything was just committed and the CLI and its tools are gone).
 	clean := false
+	// untouched: the worktree is still the checkout of the base it was
+	// made as. The watch sees files, the index and HEAD; Head also catches
+	// the branch itself moved from outside (git update-ref).
+	untouched := false
+	if job.UseWorktree && watch != nil && watch.Untouched() {
+		head, err := ws.Head(ctx, job.Dir)
+		untouched = err == nil && head == job.BaseCommit
+	}
 	if job.UseWorktree {
 		head := ""
-		if job.Commit {
+		if untouched {
+			head, clean = job.BaseCommit, true
+		} else if job.Commit {
 			msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of run %s, committed by pneuma.\nStatus: %s%s\n",
 				job.Name, res.Status, job.Name, r.plan.RunID, res.Status, reasonSuffix(res.Reason))
 			if sha, _, err := ws.CommitAll(ctx, job.Dir, msg); err != nil {
@@ -742,10 +764,10 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 		// A worktree with uncommitted work stays. A clean one is parked for
 		// the next job of the repository (or removed at the end of the run).
 		if clean {
-			r.park(job.Repo, job.Dir)
+			r.park(job.Repo, parkedTree{dir: job.Dir, untouched: untouched})
 			res.Worktree = ""
 		} else if dirty, err := ws.Status(ctx, job.Dir); err == nil && len(dirty) == 0 {
-			r.park(job.Repo, job.Dir)
+			r.park(job.Repo, parkedTree{dir: job.Dir})
 			res.Worktree = ""
 		} else if err != nil {
 			res.Error = joinErr(res.Error, fmt.Sprintf("check worktree before removing it: %v", err))

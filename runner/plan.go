@@ -43,10 +43,22 @@ type Workspace interface {
 	Remove(ctx context.Context, repo, path string) error
 	// ReuseWorktree moves the clean linked worktree from to path and makes
 	// it a fresh checkout of base on a new branch (cheaper than Remove and
-	// CreateWorktree on a big tree).
-	ReuseWorktree(ctx context.Context, repo, from, path, branch, base string) error
+	// CreateWorktree on a big tree). untouched says a WorktreeWatch vouched
+	// that from is still the checkout it was made as.
+	ReuseWorktree(ctx context.Context, repo, from, path, branch, base string, untouched bool) error
+	// WatchWorktree starts watching a worktree for changes.
+	WatchWorktree(dir string) WorktreeWatch
 	// SanitizeName turns a job name into a path and branch component.
 	SanitizeName(name string) string
+}
+
+// A WorktreeWatch tells whether a worktree stayed exactly as it was when
+// the watch started, so that a job that changed nothing skips the commit
+// and diff scans of a big tree. It may say false when it cannot tell, never
+// true when something changed.
+type WorktreeWatch interface {
+	Untouched() bool
+	Close() error
 }
 
 // ConfigError is a mistake in the jobs file or the options (exit 2).

@@ -135,7 +135,14 @@ type run struct {
 	nextStart time.Time
 	// parked holds, per repository, clean worktrees of finished jobs that
 	// the next jobs reuse; what is left is removed at the end of the run.
-	parked map[string][]string
+	parked map[string][]parkedTree
+}
+
+// parkedTree is a finished job's clean worktree, waiting for the next job.
+type parkedTree struct {
+	dir string
+	// untouched: still the checkout it was made as (a watch said so).
+	untouched bool
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not
@@ -287,35 +294,35 @@ func (r *run) baseResult(job *Job) report.Job {
 }
 
 // park keeps a finished job's clean worktree for the next job of its repository.
-func (r *run) park(repo, dir string) {
+func (r *run) park(repo string, t parkedTree) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.parked == nil {
-		r.parked = map[string][]string{}
+		r.parked = map[string][]parkedTree{}
 	}
-	r.parked[repo] = append(r.parked[repo], dir)
+	r.parked[repo] = append(r.parked[repo], t)
 }
 
 // unpark takes a parked worktree of repo, if there is one.
-func (r *run) unpark(repo string) (string, bool) {
+func (r *run) unpark(repo string) (parkedTree, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	dirs := r.parked[repo]
-	if len(dirs) == 0 {
-		return "", false
+	trees := r.parked[repo]
+	if len(trees) == 0 {
+		return parkedTree{}, false
 	}
-	dir := dirs[len(dirs)-1]
-	r.parked[repo] = dirs[:len(dirs)-1]
-	return dir, true
+	t := trees[len(trees)-1]
+	r.parked[repo] = trees[:len(trees)-1]
+	return t, true
 }
 
 // removeParked removes the worktrees no job reused.
 func (r *run) removeParked(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	for repo, dirs := range r.parked {
-		for _, dir := range dirs {
-			_ = r.opts.Workspace.Remove(ctx, repo, dir)
+	for repo, trees := range r.parked {
+		for _, t := range trees {
+			_ = r.opts.Workspace.Remove(ctx, repo, t.dir)
 		}
 	}
 	r.parked = nil

@@ -569,15 +569,21 @@ type ReuseOptions struct {
 	Path   string // where the new job's worktree goes
 	Branch string // the new job's branch, created at Base
 	Base   string
+	// Untouched says the caller knows From is still exactly the checkout
+	// it was made as (a Watch said so): Reuse then skips the scan for
+	// uncommitted work, and when From is already at Base it only moves the
+	// directory and switches it to the new branch, reading no file.
+	Untouched bool
 }
 
 // Reuse turns a clean linked worktree into a new one: it moves the
 // directory to Path (git worktree move), checks out a new Branch at Base
 // and deletes every untracked and ignored file, so the result is exactly
 // what Create would make, but only the files that differ are written. On
-// a big tree that is most of the cost of Create and Remove saved. It
-// refuses (*DirtyError) a worktree with uncommitted work, whose files the
-// checkout would overwrite.
+// a big tree that is most of the cost of Create and Remove saved (all of
+// it when o.Untouched and From is at Base already: nothing is read then).
+// It refuses (*DirtyError) a worktree with uncommitted work, whose files
+// the checkout would overwrite.
 func (m *Manager) Reuse(ctx context.Context, o ReuseOptions) error {
 	if err := m.reuse(ctx, o); err != nil {
 		return fmt.Errorf("reuse worktree %s as %s: %w", o.From, o.Path, err)
@@ -600,12 +606,22 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	if err != nil {
 		return err
 	}
-	files, err := m.Status(ctx, o.From)
-	if err != nil {
-		return err
-	}
-	if len(files) > 0 {
-		return &DirtyError{Path: o.From, Files: files}
+	// As it was made, at the new base: the files are already right.
+	same := false
+	if o.Untouched {
+		head, err := m.Head(ctx, o.From)
+		same = err == nil && head == sha
+		if same && m.refExists(ctx, o.Repo, "refs/heads/"+o.Branch) {
+			return &ExistsError{Kind: "branch", Name: o.Branch}
+		}
+	} else {
+		files, err := m.Status(ctx, o.From)
+		if err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			return &DirtyError{Path: o.From, Files: files}
+		}
 	}
 	common, err := m.commonDir(ctx, o.Repo)
 	if err != nil {
@@ -619,6 +635,26 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	unlock()
 	if err != nil {
 		return err
+	}
+	if same {
+		// A new branch at HEAD's commit, then HEAD onto it: the index and
+		// the files stay as they are (a checkout would rehash every file
+		// of a fresh one). The zero old value makes update-ref refuse a
+		// branch that exists.
+		ref := "refs/heads/" + o.Branch
+		if _, err := m.output(ctx, "-C", to, "update-ref", "-m", "branch: Created from "+sha, ref, sha, ""); err != nil {
+			if m.refExists(ctx, to, ref) {
+				return &ExistsError{Kind: "branch", Name: o.Branch}
+			}
+			return err
+		}
+		if _, err := m.output(ctx, "-C", to, "symbolic-ref", "HEAD", ref); err != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_, _ = m.output(cctx, "-C", to, "update-ref", "-d", ref, sha)
+			cancel()
+			return err
+		}
+		return nil
 	}
 	// -f: the tree was clean, so nothing is lost; only changed files are written.
 	if _, err := m.output(ctx, "-C", to, "checkout", "--quiet", "-f", "--no-recurse-submodules", "-B", o.Branch, sha); err != nil {

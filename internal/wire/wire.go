@@ -26,9 +26,12 @@ func (w Workspace) CreateWorktree(ctx context.Context, repo, path, branch, base 
 }
 
 // ReuseWorktree moves a finished job's clean worktree to a new job.
-func (w Workspace) ReuseWorktree(ctx context.Context, repo, from, path, branch, base string) error {
-	return w.Reuse(ctx, worktree.ReuseOptions{Repo: repo, From: from, Path: path, Branch: branch, Base: base})
+func (w Workspace) ReuseWorktree(ctx context.Context, repo, from, path, branch, base string, untouched bool) error {
+	return w.Reuse(ctx, worktree.ReuseOptions{Repo: repo, From: from, Path: path, Branch: branch, Base: base, Untouched: untouched})
 }
+
+// WatchWorktree starts a worktree.Watch.
+func (w Workspace) WatchWorktree(dir string) runner.WorktreeWatch { return w.Watch(dir) }
 
 // DiffStat counts the changes between two commits.
 func (w Workspace) DiffStat(ctx context.Context, dir, base, head string) (int, int, int, error) {
