@@ -699,13 +699,8 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 	// (everything was just committed and the CLI and its tools are gone).
 	clean := false
 	// untouched: the worktree is still the checkout of the base it was
-	// made as. The watch sees files, the index and HEAD; Head also catches
-	// the branch itself moved from outside (git update-ref).
-	untouched := false
-	if job.UseWorktree && watch != nil && watch.Untouched() {
-		head, err := ws.Head(ctx, job.Dir)
-		untouched = err == nil && head == job.BaseCommit
-	}
+	// made as (its files, index, HEAD and branch).
+	untouched := job.UseWorktree && watch != nil && watch.Untouched()
 	if job.UseWorktree {
 		head := ""
 		if untouched {

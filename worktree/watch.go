@@ -8,9 +8,10 @@ package worktree
 //
 // A Watch errs one way only: Untouched is true only when nothing in the
 // worktree's files and directories, nor in its own git directory (index,
-// HEAD), can have changed since Watch returned. Whenever it cannot tell
+// HEAD), nor the branch it is on, can have changed since Watch returned. Whenever it cannot tell
 // (no inotify on this system, more than MaxWatchDirs directories, the
-// kernel's watch limit reached, an overflowed event queue) it says false,
+// kernel's watch limit reached, a detached HEAD or a packed branch, an
+// overflowed event queue) it says false,
 // and the caller does the full scan it would have done anyway.
 //
 // Changes made through memory-mapped writes raise no inotify event; git's

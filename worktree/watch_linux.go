@@ -24,6 +24,10 @@ type inotifyWatch struct {
 	mu      sync.Mutex
 	fd      int // -1 once closed
 	touched bool
+	// ref is the loose ref file of the branch HEAD names, and sha what it
+	// held at the start: a branch moved from elsewhere (git update-ref in
+	// the main worktree) changes no file the watch sees.
+	ref, sha string
 }
 
 func startWatch(dir string) watchImpl {
@@ -33,12 +37,12 @@ func startWatch(dir string) watchImpl {
 	}
 	w := &inotifyWatch{fd: fd}
 	dirs, ok := watchDirs(dir)
-	if gd, err := gitDir(dir); err == nil {
+	gd, err := gitDir(dir)
+	if err == nil {
 		dirs = append(dirs, gd)
-	} else {
-		ok = false
+		w.ref, w.sha, err = branchRef(gd)
 	}
-	if !ok {
+	if !ok || err != nil {
 		w.close()
 		return nil
 	}
@@ -103,6 +107,33 @@ func gitDir(dir string) (string, error) {
 	return gd, nil
 }
 
+// branchRef returns the loose ref file of the branch that the HEAD in gitDir
+// names, and the sha it holds. A detached HEAD, or a branch that is only
+// in packed-refs, is an error: a Watch needs a file it can read again.
+func branchRef(gitDir string) (file, sha string, err error) {
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", "", err
+	}
+	name, found := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !found || !strings.HasPrefix(name, "refs/heads/") {
+		return "", "", errors.New("HEAD is not on a branch")
+	}
+	common := gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	file = filepath.Join(common, filepath.FromSlash(name))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", err
+	}
+	return file, string(data), nil
+}
+
 func (w *inotifyWatch) untouched() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -110,11 +141,14 @@ func (w *inotifyWatch) untouched() bool {
 		return false
 	}
 	var buf [syscall.SizeofInotifyEvent + syscall.NAME_MAX + 1]byte
-	if _, err := syscall.Read(w.fd, buf[:]); errors.Is(err, syscall.EAGAIN) {
-		return true // no event queued
+	_, err := syscall.Read(w.fd, buf[:])
+	if errors.Is(err, syscall.EAGAIN) { // no event queued
+		if data, err := os.ReadFile(w.ref); err == nil && string(data) == w.sha {
+			return true
+		}
 	}
-	// An event is queued, or the instance is broken: either way, nothing
-	// can be vouched for.
+	// An event is queued, the branch moved, or something is broken: either
+	// way, nothing can be vouched for.
 	w.touched = true
 	return false
 }

@@ -86,6 +86,10 @@ func TestWatch(t *testing.T) {
 		{"empty commit moves HEAD", func(t *testing.T, dir string) {
 			gitT(t, m, dir, "commit", "-q", "--allow-empty", "-m", "empty")
 		}},
+		{"branch moved from the main worktree", func(t *testing.T, dir string) {
+			branch := gitT(t, m, dir, "symbolic-ref", "HEAD")
+			gitT(t, m, repo, "update-ref", "--no-deref", branch, "HEAD~1")
+		}},
 	}
 	for _, tt := range changes {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +115,16 @@ func TestWatch(t *testing.T) {
 		defer w.Close()
 		if w.Untouched() {
 			t.Error("a tree over MaxWatchDirs is Untouched")
+		}
+	})
+
+	t.Run("detached HEAD is not watched", func(t *testing.T) {
+		dir, _ := fresh(t)
+		gitT(t, m, dir, "update-ref", "--no-deref", "HEAD", "HEAD")
+		w := m.Watch(dir)
+		defer w.Close()
+		if w.Untouched() {
+			t.Error("a detached worktree is Untouched")
 		}
 	})
 
