@@ -9,8 +9,8 @@ Exits 1 when the first variant misses a target, 2 when data is missing.
 pneuma's own overhead per job is
     duration_ms (report.json: job start to end, after commit, diff stats,
     transcript archive and worktree removal)
-  - the CLI process's wall time (cli_times, written by bench/claude-timed.sh,
-    the --claude wrapper: the wrapper's own bash start-up counts as pneuma's;
+  - the CLI process's wall time (cli_times, written by bench/claudetimed,
+    the --claude wrapper: its own start-up, about a millisecond, counts as pneuma's;
     report.json attempts[].duration_ms would do, but runner records 0 there)
   - the worktree phase (run.json started_at to the job_started event, which
     holds `git worktree add` and also pneuma's .git/info/exclude check,

@@ -22,7 +22,7 @@ import (
 // yet) the examples test tolerates them; once it has one, each must exist.
 var runFlags = []string{
 	"concurrency", "j", "shard", "report", "junit", "summary", "json", "quiet", "keep-worktrees",
-	"only", "fail-fast", "dry-run", "claude", "budget-usd", "output-dir",
+	"only", "fail-fast", "dry-run", "claude", "budget-usd", "output-dir", "pool",
 }
 
 // lookupFlag finds a flag of c by long name or one-letter shorthand.

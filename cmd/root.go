@@ -81,6 +81,7 @@ func NewRootCmd(io *IO) *cobra.Command {
 		NewCmdRun(io, nil),
 		NewCmdHistory(io),
 		NewCmdReport(io),
+		NewCmdClean(io),
 	)
 	return root
 }

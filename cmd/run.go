@@ -30,6 +30,7 @@ type RunOptions struct {
 	Claude        string        `mapstructure:"claude"`
 	OutputDir     string        `mapstructure:"output_dir"`
 	KeepWorktrees string        `mapstructure:"keep_worktrees"`
+	Pool          int           `mapstructure:"pool"`
 	BudgetUSD     float64       `mapstructure:"budget_usd"`
 	Stagger       time.Duration `mapstructure:"stagger"`
 	StopGrace     time.Duration `mapstructure:"stop_grace"`
@@ -97,6 +98,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
 	f.String("output-dir", "", "run directory root (default: .pneuma in the jobs file's repository)")
 	f.String("keep-worktrees", "on-failure", "keep job worktrees: always, on-failure or never")
+	f.Int("pool", -1, "clean worktrees per repository kept in .pneuma/pool for the next run (default: the concurrency; 0: none)")
 	f.Float64("budget-usd", 0, "stop starting jobs once the run has spent this much (overrides budget_usd)")
 	f.Duration("stagger", -1, "time between CLI starts (default: the file's stagger, else 250ms)")
 	f.Duration("stop-grace", 2*time.Second, "wait after each step of stopping a job (interrupt, SIGINT, SIGTERM, SIGKILL)")
@@ -231,6 +233,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		Kill:      killSignal(ctx),
 		StopGrace: o.StopGrace,
 		Estimator: wire.NewTranscripts(),
+		Pool:      o.Pool,
 	}
 	var r *report.Report
 	if prior != nil {
@@ -247,6 +250,9 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		fmt.Fprintln(io.Out)
 		_ = report.Table(io.Out, r)
 		fmt.Fprintf(io.Out, "\nrun %s: %s · report %s\n", r.RunID, r.Status, runner.RunReportPath(plan))
+		if n := pooled(plan); n > 0 {
+			fmt.Fprintf(io.Out, "%d clean worktree(s) kept in .pneuma/pool for the next run (pneuma clean removes them)\n", n)
+		}
 	}
 	if err != nil {
 		return err

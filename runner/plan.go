@@ -46,6 +46,9 @@ type Workspace interface {
 	// CreateWorktree on a big tree). untouched says a WorktreeWatch vouched
 	// that from is still the checkout it was made as.
 	ReuseWorktree(ctx context.Context, repo, from, path, branch, base string, untouched bool) error
+	// RetireWorktree detaches the clean linked worktree at path from its
+	// branch and moves it to `to`, a spare for a later ReuseWorktree.
+	RetireWorktree(ctx context.Context, repo, path, to string) error
 	// WatchWorktree starts watching a worktree for changes.
 	WatchWorktree(dir string) WorktreeWatch
 	// SanitizeName turns a job name into a path and branch component.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -81,7 +82,16 @@ type Options struct {
 	Environ []string
 	// Estimator finds, prices and archives session transcripts; nil: none.
 	Estimator Estimator
+	// Pool is how many clean worktrees per repository are kept after the
+	// run, in PoolDir, for later runs to reuse instead of checking out
+	// (and deleting) a whole tree again; negative means the plan's
+	// concurrency. The spares a run finds there are reused first, and those
+	// beyond Pool are removed at its end.
+	Pool int
 }
+
+// PoolDir is where the spare worktrees of repo wait for the next run.
+func PoolDir(repo string) string { return filepath.Join(repo, ".pneuma", "pool") }
 
 // Estimator prices a session transcript, for jobs that ended without a
 // result (killed, crashed). cmd wires history's reader.
@@ -174,6 +184,10 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	j.startWriter()
 	defer j.stopWriter()
 	r := &run{plan: p, opts: o, journal: j}
+	if r.opts.Pool < 0 {
+		r.opts.Pool = p.Concurrency
+	}
+	r.loadPool()
 	rep := &report.Report{
 		Schema:    report.Schema,
 		RunID:     p.RunID,
@@ -221,7 +235,7 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 		})
 	}
 	_ = g.Wait()
-	r.removeParked(ctx)
+	r.settleParked(ctx)
 
 	rep.Jobs = results
 	rep.FinishedAt = time.Now().UTC()
@@ -316,14 +330,60 @@ func (r *run) unpark(repo string) (parkedTree, bool) {
 	return t, true
 }
 
-// removeParked removes the worktrees no job reused.
-func (r *run) removeParked(ctx context.Context) {
+// loadPool parks the spare worktrees that earlier runs left in the pools of
+// the plan's repositories, so that jobs reuse them first.
+func (r *run) loadPool() {
+	seen := map[string]bool{}
+	for _, job := range r.plan.Jobs {
+		if !job.UseWorktree || seen[job.Repo] {
+			continue
+		}
+		seen[job.Repo] = true
+		entries, err := os.ReadDir(PoolDir(job.Repo))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				r.park(job.Repo, parkedTree{dir: filepath.Join(PoolDir(job.Repo), e.Name())})
+			}
+		}
+	}
+}
+
+// settleParked keeps up to Pool of the worktrees no job reused as spares
+// for the next run, and removes the others. Keeping them is what spares the
+// end of a run from deleting a tree per job slot, seconds each on a big
+// repository.
+func (r *run) settleParked(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	ws := r.opts.Workspace
+	emptied := map[string]bool{}
 	for repo, trees := range r.parked {
+		pool := PoolDir(repo)
+		kept := 0
 		for _, t := range trees {
-			_ = r.opts.Workspace.Remove(ctx, repo, t.dir)
+			if filepath.Dir(t.dir) != pool {
+				emptied[filepath.Dir(t.dir)] = true
+			}
+			if kept < r.opts.Pool {
+				if filepath.Dir(t.dir) == pool {
+					kept++
+					continue
+				}
+				// <run id>-<job>: unique, and says where it came from.
+				to := filepath.Join(pool, filepath.Base(filepath.Dir(t.dir))+"-"+filepath.Base(t.dir))
+				if err := ws.RetireWorktree(ctx, repo, t.dir, to); err == nil {
+					kept++
+					continue
+				}
+			}
+			_ = ws.Remove(ctx, repo, t.dir)
 		}
+	}
+	for dir := range emptied {
+		_ = os.Remove(dir) // the run's worktree directory, once empty
 	}
 	r.parked = nil
 }

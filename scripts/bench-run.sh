@@ -10,7 +10,7 @@
 #
 # and checks the targets: makespan of pneuma <= 1.05 x the baseline's;
 # pneuma's own overhead per job (job duration minus the CLI process's wall
-# time, taken by the bench/claude-timed.sh wrapper, minus the worktree phase)
+# time, taken by the bench/claudetimed wrapper, minus the worktree phase)
 # <= 20 ms median; pneuma's own peak RSS (VmHWM of its
 # process, not of its children) <= 64 MB. The exit status is that of the
 # stagger-0 variant's checks (the stagger is a deliberate delay users choose).
@@ -52,6 +52,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 echo "== build"
 go build -o "$pneuma" .
 go build -o "$tmp/fakeapi" ./internal/fakeapi/cmd/fakeapi
+go build -o "$tmp/claudetimed" ./bench/claudetimed
 "$claude" --version
 
 echo "== repository of $nfiles files"
@@ -85,6 +86,20 @@ cli_env() {
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# settle: flush the page cache and wait (up to a minute) until the disk is
+# quiet, so that deleting one variant's trees does not slow the next one down
+# (on a cloud disk, freeing 100,000 files keeps it busy after rm returns).
+settle() {
+  sync
+  local i io
+  for i in $(seq 60); do
+    io="$(awk '/^some/ { sub("avg10=", "", $2); print int($2) }' /proc/pressure/io 2>/dev/null || echo 0)"
+    (( io < 2 )) && break
+    sleep 1
+  done
+}
+
+settle
 echo "== baseline: xargs -P $par bench/job.sh ($jobs jobs)   load $(load)"
 out="$tmp/baseline"
 mkdir -p "$out" "$tmp/home-baseline" "$tmp/wt-baseline"
@@ -117,7 +132,10 @@ for stagger in $staggers; do
   variants+=("$name")
   out="$tmp/$name"
   mkdir -p "$out" "$tmp/home-$name"
-  args=(run --json --claude "$PWD/bench/claude-timed.sh" -j "$par")
+  # Each variant starts cold, as the baseline does: no spare worktrees.
+  "$pneuma" clean "$repo" >/dev/null
+  settle
+  args=(run --json --claude "$tmp/claudetimed" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
   args+=("${extra_args[@]}")
   echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
@@ -152,6 +170,7 @@ for l in open(sys.argv[1]):
   rm -rf "$repo/.pneuma/worktrees"
   git -C "$repo" worktree prune
 done
+"$pneuma" clean "$repo" >/dev/null
 
 echo
 echo "== results ($jobs jobs, -j $par, $nfiles files, $(nproc) CPUs, load $(load) at the end)"

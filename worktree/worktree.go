@@ -663,3 +663,57 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	_, err = m.output(ctx, "-C", to, "clean", "-ffdxq")
 	return err
 }
+
+// Retire turns the clean linked worktree at path into a spare for a later
+// Reuse: it detaches HEAD from the branch (at the same commit, so the index
+// and files stay as they are, and the branch is free to be checked out
+// elsewhere or deleted) and moves the directory to `to`. It refuses
+// (*DirtyError) a worktree with uncommitted work; clean says the caller
+// knows there is none (it has just committed everything, or checked), which
+// saves a scan of the tree.
+func (m *Manager) Retire(ctx context.Context, repo, path, to string, clean bool) error {
+	if err := m.retire(ctx, repo, path, to, clean); err != nil {
+		return fmt.Errorf("retire worktree %s to %s: %w", path, to, err)
+	}
+	return nil
+}
+
+func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool) error {
+	to, err := filepath.Abs(to)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(to); err == nil {
+		return &ExistsError{Kind: "path", Name: to}
+	}
+	if !clean {
+		files, err := m.Status(ctx, path)
+		if err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			return &DirtyError{Path: path, Files: files}
+		}
+	}
+	head, err := m.Head(ctx, path)
+	if err != nil {
+		return err
+	}
+	if _, err := m.output(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	common, err := m.commonDir(ctx, repo)
+	if err != nil {
+		return err
+	}
+	unlock, err := m.lock(ctx, common)
+	if err != nil {
+		return err
+	}
+	_, err = m.output(ctx, "-C", repo, "worktree", "move", "--", path, to)
+	unlock()
+	return err
+}

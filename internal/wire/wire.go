@@ -30,6 +30,12 @@ func (w Workspace) ReuseWorktree(ctx context.Context, repo, from, path, branch, 
 	return w.Reuse(ctx, worktree.ReuseOptions{Repo: repo, From: from, Path: path, Branch: branch, Base: base, Untouched: untouched})
 }
 
+// RetireWorktree keeps a parked worktree as a spare; runner parks only
+// clean ones, so it is not scanned again.
+func (w Workspace) RetireWorktree(ctx context.Context, repo, path, to string) error {
+	return w.Retire(ctx, repo, path, to, true)
+}
+
 // WatchWorktree starts a worktree.Watch.
 func (w Workspace) WatchWorktree(dir string) runner.WorktreeWatch { return w.Watch(dir) }
 
