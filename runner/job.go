@@ -63,6 +63,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	}
 	t0 := time.Now()
 	created, fresh, err := r.prepareWorkspace(ctx, job, prior)
+	res.Timings.WorktreeMS = time.Since(t0).Milliseconds()
 	// A worktree made now is a clean checkout of the base: watch it, so
 	// that if the job changes nothing, nothing needs scanning afterwards.
 	var watch WorktreeWatch
@@ -71,7 +72,6 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 			defer watch.Close()
 		}
 	}
-	res.Timings.WorktreeMS = time.Since(t0).Milliseconds()
 	if err != nil {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
 		if !created {
