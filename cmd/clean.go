@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -47,24 +46,15 @@ func runClean(ctx context.Context, io *IO, dirs []string) error {
 			errs = append(errs, err)
 			continue
 		}
-		pool := runner.PoolDir(repo)
-		entries, err := os.ReadDir(pool)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
 		removed := 0
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			if err := ws.Remove(ctx, repo, filepath.Join(pool, e.Name())); err != nil {
+		for _, dir := range runner.Spares(repo) {
+			if err := ws.Remove(ctx, repo, dir); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			removed++
 		}
-		_ = os.Remove(pool) // only if empty
+		_ = os.Remove(runner.PoolDir(repo)) // only if empty
 		fmt.Fprintf(io.Out, "%s: removed %d spare worktree(s)\n", repo, removed)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -82,12 +72,7 @@ func pooled(plan *runner.Plan) int {
 			continue
 		}
 		seen[job.Repo] = true
-		entries, _ := os.ReadDir(runner.PoolDir(job.Repo))
-		for _, e := range entries {
-			if e.IsDir() {
-				n++
-			}
-		}
+		n += len(runner.Spares(job.Repo))
 	}
 	return n
 }

@@ -50,15 +50,7 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 		}
 		return p
 	}
-	spares := func() []string {
-		t.Helper()
-		entries, _ := os.ReadDir(runner.PoolDir(repo))
-		var dirs []string
-		for _, e := range entries {
-			dirs = append(dirs, filepath.Join(runner.PoolDir(repo), e.Name()))
-		}
-		return dirs
-	}
+	spares := func() []string { return runner.Spares(repo) }
 	// worktrees returns `git worktree list --porcelain`, one entry a line.
 	worktrees := func() []string {
 		out := claudetest.Git(t, repo, "worktree", "list", "--porcelain")

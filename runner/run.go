@@ -93,6 +93,18 @@ type Options struct {
 // PoolDir is where the spare worktrees of repo wait for the next run.
 func PoolDir(repo string) string { return filepath.Join(repo, ".pneuma", "pool") }
 
+// Spares lists the spare worktrees in repo's pool.
+func Spares(repo string) []string {
+	entries, _ := os.ReadDir(PoolDir(repo))
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(PoolDir(repo), e.Name()))
+		}
+	}
+	return dirs
+}
+
 // Estimator prices a session transcript, for jobs that ended without a
 // result (killed, crashed). cmd wires history's reader.
 type Estimator interface {
@@ -339,14 +351,8 @@ func (r *run) loadPool() {
 			continue
 		}
 		seen[job.Repo] = true
-		entries, err := os.ReadDir(PoolDir(job.Repo))
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				r.park(job.Repo, parkedTree{dir: filepath.Join(PoolDir(job.Repo), e.Name())})
-			}
+		for _, dir := range Spares(job.Repo) {
+			r.park(job.Repo, parkedTree{dir: dir})
 		}
 	}
 }
