@@ -34,6 +34,15 @@ def line(label, xs):
     return "%-34s median %7.1f  p90 %7.1f  max %7.1f ms" % (label, statistics.median(xs), pct(xs, 90), max(xs))
 
 
+def cpu(d):
+    """Busy and idle CPU seconds of the whole machine during a run."""
+    try:
+        b0, i0, b1, i1, hz = (int(x) for x in open(os.path.join(d, "cpu_ticks")).read().split())
+    except (OSError, ValueError):
+        return ""
+    return ", CPU busy %.0f s, idle %.0f s" % ((b1 - b0) / hz, (i1 - i0) / hz)
+
+
 def baseline(d):
     wt, cli = [], []
     with open(os.path.join(d, "times")) as f:
@@ -73,14 +82,14 @@ def main():
     root, variants = sys.argv[1], sys.argv[2:]
     b_ms, b_wt, b_cli = baseline(os.path.join(root, "baseline"))
     print("baseline (xargs + git worktree add + claude -p --output-format json)")
-    print("  makespan %.0f ms, %d jobs" % (b_ms, len(b_wt)))
+    print("  makespan %.0f ms, %d jobs%s" % (b_ms, len(b_wt), cpu(os.path.join(root, "baseline"))))
     print("  " + line("git worktree add", b_wt))
     print("  " + line("claude process", b_cli))
     status = 0
     for i, v in enumerate(variants):
         ms, wt, cli, over, rss, code, bad, n, timings, own = pneuma(os.path.join(root, v))
         print(v)
-        print("  makespan %.0f ms (%.3f x baseline), %d jobs, exit %d, peak RSS %.1f MB" % (ms, ms / b_ms, n, code, rss / 1024))
+        print("  makespan %.0f ms (%.3f x baseline), %d jobs, exit %d, peak RSS %.1f MB%s" % (ms, ms / b_ms, n, code, rss / 1024, cpu(os.path.join(root, v))))
         if not over:
             print("  no job timings")
             status = status or (2 if i == 0 else 0)

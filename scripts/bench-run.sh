@@ -85,6 +85,14 @@ cli_env() {
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# cpu_ticks: busy and idle clock ticks of the whole machine (/proc/stat), to
+# tell CPU work apart from idle gaps in a makespan.
+cpu_ticks() {
+  local _ user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  echo "$((user + nice + system + irq + softirq + steal)) $((idle + iowait))"
+}
+
 # settle: flush the page cache and wait (up to a minute) until the disk is
 # quiet, so that deleting one variant's trees does not slow the next one down
 # (on a cloud disk, freeing 100,000 files keeps it busy after rm returns).
@@ -103,10 +111,12 @@ echo "== baseline: xargs -P $par bench/job.sh ($jobs jobs)   load $(load)"
 out="$tmp/baseline"
 mkdir -p "$out" "$tmp/home-baseline" "$tmp/wt-baseline"
 mapfile -d '' env_base < <(cli_env "$tmp/home-baseline")
+c0=$(cpu_ticks)
 t0=$(now_us)
 seq 1 "$jobs" | env -i "${env_base[@]}" BENCH_REPO="$repo" BENCH_WORKTREES="$tmp/wt-baseline" \
   BENCH_OUT="$out" BENCH_CLAUDE="$claude" xargs -P "$par" -n 1 "$PWD/bench/job.sh"
 t1=$(now_us)
+echo "$c0 $(cpu_ticks) $(getconf CLK_TCK)" >"$out/cpu_ticks"
 echo "$((t1 - t0))" >"$out/makespan_us"
 echo "makespan $(( (t1 - t0) / 1000 )) ms"
 # Free the disk and page cache the baseline's worktrees hold before pneuma runs.
@@ -139,6 +149,7 @@ for stagger in $staggers; do
   args+=("${extra_args[@]}")
   echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
+  c0=$(cpu_ticks)
   t0=$(now_us)
   (cd "$repo" && exec env -i "${env_p[@]}" \
     "$pneuma" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
@@ -155,6 +166,7 @@ for stagger in $staggers; do
   status=0
   wait "$pid" || status=$?
   t1=$(now_us)
+  echo "$c0 $(cpu_ticks) $(getconf CLK_TCK)" >"$out/cpu_ticks"
   echo "$((t1 - t0))" >"$out/makespan_us"
   echo "$hwm" >"$out/vmhwm_kb"
   echo "$status" >"$out/exit"
