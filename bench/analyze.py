@@ -34,13 +34,30 @@ def line(label, xs):
     return "%-34s median %7.1f  p90 %7.1f  max %7.1f ms" % (label, statistics.median(xs), pct(xs, 90), max(xs))
 
 
+def shell_times(path):
+    """CPU seconds of the waited-for children in the output of bash's `times`."""
+    def sec(t):
+        m, s = t.rstrip("s").split("m")
+        return int(m) * 60 + float(s)
+    lines = open(path).read().split("\n")
+    u, s = lines[1].split()
+    return sec(u) + sec(s)
+
+
 def cpu(d):
-    """Busy and idle CPU seconds of the whole machine during a run."""
+    """The machine's busy and idle CPU seconds during a run, the CPU of the
+    side's processes (the tool, its git and CLI processes), and the tool's
+    own when known."""
+    out = ""
     try:
         b0, i0, b1, i1, hz = (int(x) for x in open(os.path.join(d, "cpu_ticks")).read().split())
-    except (OSError, ValueError):
-        return ""
-    return ", CPU busy %.0f s, idle %.0f s" % ((b1 - b0) / hz, (i1 - i0) / hz)
+        out += "\n  machine CPU busy %.1f s, idle %.1f s" % ((b1 - b0) / hz, (i1 - i0) / hz)
+        out += "; this side's processes %.1f s" % (shell_times(os.path.join(d, "times1")) - shell_times(os.path.join(d, "times0")))
+        own, hz = (int(x) for x in open(os.path.join(d, "own_ticks")).read().split())
+        out += ", of which pneuma itself %.2f s" % (own / hz)
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
 
 
 def baseline(d):

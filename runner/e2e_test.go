@@ -643,3 +643,35 @@ jobs:
 		t.Errorf("worktrees left behind:\n%s", wts)
 	}
 }
+
+// A job that changes nothing hands its worktree, and the watch that vouched
+// for it, to the next job: the watch must still see that job's changes.
+func TestCarriedWatchSeesTheNextJobsChanges(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-CARRY2"] = writeFile("file2.txt", "from job two\n")
+	b.jobs["TOKEN-CARRY4"] = writeFile("file4.txt", "from job four\n")
+	p := b.plan(repo, `version: 1
+concurrency: 1
+defaults: {permission_mode: acceptEdits}
+jobs:
+  - {name: one, prompt: "TOKEN-CARRY1 say hello"}
+  - {name: two, prompt: TOKEN-CARRY2}
+  - {name: three, prompt: "TOKEN-CARRY3 say hello"}
+  - {name: four, prompt: TOKEN-CARRY4}
+`)
+	rep := b.run(p)
+	if rep.Status != report.RunSucceeded {
+		t.Fatalf("run %s: %+v", rep.Status, rep.Jobs)
+	}
+	want := map[string]string{"one": "", "two": "file2.txt", "three": "", "four": "file4.txt"}
+	for i, j := range p.Jobs {
+		files := strings.Join(strings.Fields(claudetest.Git(t, repo, "diff", "--name-only", j.BaseCommit, j.Branch)), " ")
+		if files != want[j.Name] {
+			t.Errorf("branch %s changes %q, want %q", j.Branch, files, want[j.Name])
+		}
+		if got, wantN := rep.Jobs[i].FilesChanged, min(1, len(want[j.Name])); got != wantN {
+			t.Errorf("job %s: files_changed %d, want %d", j.Name, got, wantN)
+		}
+	}
+}

@@ -62,16 +62,15 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return res
 	}
 	t0 := time.Now()
-	created, fresh, err := r.prepareWorkspace(ctx, job, prior)
+	created, fresh, watch, err := r.prepareWorkspace(ctx, job, prior)
 	res.Timings.WorktreeMS = time.Since(t0).Milliseconds()
-	// A worktree made now is a clean checkout of the base: watch it, so
-	// that if the job changes nothing, nothing needs scanning afterwards.
-	var watch WorktreeWatch
-	if err == nil && fresh {
-		if watch = r.opts.Workspace.WatchWorktree(job.Dir); watch != nil {
-			defer watch.Close()
-		}
+	// A worktree made now is a clean checkout of the base: watch it (unless
+	// the watch of the job it is reused from came along), so that if the
+	// job changes nothing, nothing needs scanning afterwards.
+	if err == nil && fresh && watch == nil {
+		watch = r.opts.Workspace.WatchWorktree(job.Dir)
 	}
+	defer func() { closeWatch(watch) }() // unless parked with the worktree
 	if err != nil {
 		res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonWorkspace, err.Error()
 		if !created {
@@ -182,7 +181,9 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if last.result != nil {
 		res.Result = last.result.Result
 	}
-	r.afterJob(ctx, job, &res, sessionID, watch)
+	if r.afterJob(ctx, job, &res, sessionID, watch) {
+		watch = nil // parked with the worktree, for the next job
+	}
 	if err := aud.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
@@ -197,35 +198,44 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 
 // prepareWorkspace creates the job's worktree, or reuses it when a resumed
 // run already made it. created says whether the worktree exists; fresh,
-// that it was made now as a clean checkout of the job's base.
-func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (created, fresh bool, err error) {
+// that it was made now as a clean checkout of the job's base. watch, when
+// not nil, is the watch of the finished job whose worktree was reused,
+// carried over: it vouches for the new checkout already.
+func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (created, fresh bool, watch WorktreeWatch, err error) {
 	if !job.UseWorktree {
-		return false, false, nil
+		return false, false, nil, nil
 	}
 	if prior != nil && prior.WorktreeCreated {
 		if _, err := os.Stat(job.Dir); err == nil {
-			return true, false, nil
+			return true, false, nil, nil
 		}
 	}
 	ws := r.opts.Workspace
 	if err := ws.Exclude(job.Repo, "/.pneuma/"); err != nil {
-		return false, false, fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+		return false, false, nil, fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
-		return false, false, fmt.Errorf("create worktree directory: %w", err)
+		return false, false, nil, fmt.Errorf("create worktree directory: %w", err)
 	}
 	if from, ok := r.unpark(job.Repo); ok {
-		if err := ws.ReuseWorktree(ctx, job.Repo, from.dir, job.Dir, job.Branch, job.BaseCommit, from.untouched); err == nil {
-			return true, true, nil
+		// Asked again now: the watch saw whatever happened while it waited.
+		untouched := from.watch != nil && from.watch.Untouched()
+		if err := ws.ReuseWorktree(ctx, job.Repo, from.dir, job.Dir, job.Branch, job.BaseCommit, untouched); err == nil {
+			if untouched && from.watch.Rearm(job.Dir) {
+				return true, true, from.watch, nil
+			}
+			closeWatch(from.watch)
+			return true, true, nil, nil
 		}
+		closeWatch(from.watch)
 		// Could not reuse it (dirty since, moved away...): remove it if
 		// it is clean (Remove refuses otherwise) and create afresh.
 		_ = ws.Remove(context.WithoutCancel(ctx), job.Repo, from.dir)
 	}
 	if err := ws.CreateWorktree(ctx, job.Repo, job.Dir, job.Branch, job.BaseCommit); err != nil {
-		return false, false, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
+		return false, false, nil, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
 	}
-	return true, true, nil
+	return true, true, nil, nil
 }
 
 // attempt runs the CLI once. resume continues an earlier session.
@@ -683,8 +693,10 @@ func backoff(base time.Duration, n int) time.Duration {
 // keep policy allows and nothing uncommitted is in it. It runs even when the
 // run is being interrupted, on a context of its own. watch, when not nil,
 // may vouch that the worktree is untouched since it was checked out at the
-// base: then there is nothing to commit or diff, and no file is read.
-func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID string, watch WorktreeWatch) {
+// base: then there is nothing to commit or diff, and no file is read, and
+// the watch is parked with the worktree (parked reports that: the caller
+// must not close it then).
+func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID string, watch WorktreeWatch) (parked bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	ws := r.opts.Workspace
@@ -759,7 +771,11 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 		// A worktree with uncommitted work stays. A clean one is parked for
 		// the next job of the repository (or removed at the end of the run).
 		if clean {
-			r.park(job.Repo, parkedTree{dir: job.Dir, untouched: untouched})
+			t := parkedTree{dir: job.Dir}
+			if untouched {
+				t.watch, parked = watch, true
+			}
+			r.park(job.Repo, t)
 			res.Worktree = ""
 		} else if dirty, err := ws.Status(ctx, job.Dir); err == nil && len(dirty) == 0 {
 			r.park(job.Repo, parkedTree{dir: job.Dir})
@@ -769,6 +785,7 @@ func (r *run) afterJob(ctx context.Context, job *Job, res *report.Job, sessionID
 		}
 		lap(&res.Timings.RemoveMS)
 	}
+	return parked
 }
 
 func (r *run) removeWorktree(res *report.Job) bool {

@@ -175,14 +175,41 @@ func (j *Journal) finish(r *report.Report) {
 func (j *Journal) save() error {
 	j.saveMu.Lock()
 	defer j.saveMu.Unlock()
-	j.mu.Lock()
-	j.UpdatedAt = time.Now().UTC()
-	data, err := json.MarshalIndent(j, "", "  ")
-	j.mu.Unlock()
+	data, err := json.MarshalIndent(j.snapshot(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run journal: %w", err)
 	}
 	return writeFileAtomic(j.path, append(data, '\n'))
+}
+
+// journalFile is what run.json holds: the exported fields of Journal.
+type journalFile struct {
+	Schema    string     `json:"schema"`
+	RunID     string     `json:"run_id"`
+	Status    string     `json:"status"`
+	StartedAt time.Time  `json:"started_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	Plan      *Plan      `json:"plan"`
+	Jobs      []JobState `json:"jobs"`
+}
+
+// snapshot copies the journal under its lock, so that encoding it (a few
+// milliseconds for a big run on a busy machine) never holds up a job that
+// records its progress. A JobState's slices and result are replaced, never
+// changed in place, once they are in the journal.
+func (j *Journal) snapshot() journalFile {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.UpdatedAt = time.Now().UTC()
+	f := journalFile{
+		Schema: j.Schema, RunID: j.RunID, Status: j.Status,
+		StartedAt: j.StartedAt, UpdatedAt: j.UpdatedAt, Plan: j.Plan,
+		Jobs: make([]JobState, len(j.Jobs)),
+	}
+	for i, s := range j.Jobs {
+		f.Jobs[i] = *s
+	}
+	return f
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the

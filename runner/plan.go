@@ -61,6 +61,11 @@ type Workspace interface {
 // true when something changed.
 type WorktreeWatch interface {
 	Untouched() bool
+	// Rearm carries the watch over to the next job after an untouched
+	// ReuseWorktree at the same commit moved the worktree to dir: true
+	// when nothing but that reuse happened, so the watch goes on vouching
+	// for the new branch (and no new watch has to walk the tree).
+	Rearm(dir string) bool
 	Close() error
 }
 

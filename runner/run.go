@@ -163,8 +163,9 @@ type run struct {
 // parkedTree is a finished job's clean worktree, waiting for the next job.
 type parkedTree struct {
 	dir string
-	// untouched: still the checkout it was made as (a watch said so).
-	untouched bool
+	// watch, when not nil, vouched at the end of the job that the tree is
+	// still the checkout it was made as, and goes on watching it.
+	watch WorktreeWatch
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not
@@ -284,9 +285,10 @@ func stopReason(ctx context.Context) string {
 
 // finish records a job's final result in the journal and tells the reporter.
 func (r *run) finish(job *Job, res *report.Job) {
+	final := *res // res changes below if the save fails; the journal's copy must not
 	r.journal.update(job.Name, func(s *JobState) {
 		s.State = StateFinished
-		s.Result = res
+		s.Result = &final
 	})
 	if err := r.journal.save(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
@@ -366,6 +368,11 @@ func (r *run) settleParked(ctx context.Context) {
 	defer cancel()
 	ws := r.opts.Workspace
 	emptied := map[string]bool{}
+	for _, trees := range r.parked {
+		for _, t := range trees {
+			closeWatch(t.watch)
+		}
+	}
 	for repo, trees := range r.parked {
 		pool := PoolDir(repo)
 		kept := 0
@@ -392,6 +399,13 @@ func (r *run) settleParked(ctx context.Context) {
 		_ = os.Remove(dir) // the run's worktree directory, once empty
 	}
 	r.parked = nil
+}
+
+// closeWatch closes w if there is one.
+func closeWatch(w WorktreeWatch) {
+	if w != nil {
+		_ = w.Close()
+	}
 }
 
 // reserveStart spaces CLI starts by the plan's stagger and returns when this

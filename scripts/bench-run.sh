@@ -43,6 +43,7 @@ tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-run.XXXXXX")"
 api_pid=""
 cleanup() {
   if [[ -n "$api_pid" ]]; then kill "$api_pid" 2>/dev/null || true; wait "$api_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp/trash" # the worktrees each side set aside
   if [[ "${RUN_BENCH_KEEP:-}" == 1 ]]; then echo "bench-run: kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -50,7 +51,7 @@ trap cleanup EXIT
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
 echo "== build"
-go build -o "$pneuma" .
+true
 go build -o "$tmp/fakeapi" ./internal/fakeapi/cmd/fakeapi
 "$claude" --version
 
@@ -77,13 +78,14 @@ cli_env() {
     "HOME=$1" "PATH=$PATH"
     "ANTHROPIC_BASE_URL=$api_url" "ANTHROPIC_API_KEY=sk-bench-not-a-real-key"
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
-    CLAUDE_CODE_MAX_RETRIES=0 GIT_CONFIG_NOSYSTEM=1
+    CLAUDE_CODE_MAX_RETRIES=0 GIT_CONFIG_NOSYSTEM=1 PNEUMA_TRACE=1
   )
   [[ "$(id -u)" == 0 ]] && e+=(IS_SANDBOX=1)
   printf '%s\0' "${e[@]}"
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+
 
 # cpu_ticks: busy and idle clock ticks of the whole machine (/proc/stat), to
 # tell CPU work apart from idle gaps in a makespan.
@@ -94,8 +96,8 @@ cpu_ticks() {
 }
 
 # settle: flush the page cache and wait (up to a minute) until the disk is
-# quiet, so that deleting one variant's trees does not slow the next one down
-# (on a cloud disk, freeing 100,000 files keeps it busy after rm returns).
+# quiet, so that one side's writes (its checkouts) do not slow the next one
+# down.
 settle() {
   sync
   local i io
@@ -112,15 +114,22 @@ out="$tmp/baseline"
 mkdir -p "$out" "$tmp/home-baseline" "$tmp/wt-baseline"
 mapfile -d '' env_base < <(cli_env "$tmp/home-baseline")
 c0=$(cpu_ticks)
+# `times` (in this shell, not a subshell) before and after: the CPU of every
+# process of the side, the children this shell waits for and theirs.
+times >"$out/times0"
 t0=$(now_us)
 seq 1 "$jobs" | env -i "${env_base[@]}" BENCH_REPO="$repo" BENCH_WORKTREES="$tmp/wt-baseline" \
   BENCH_OUT="$out" BENCH_CLAUDE="$claude" xargs -P "$par" -n 1 "$PWD/bench/job.sh"
 t1=$(now_us)
+times >"$out/times1"
 echo "$c0 $(cpu_ticks) $(getconf CLK_TCK)" >"$out/cpu_ticks"
 echo "$((t1 - t0))" >"$out/makespan_us"
 echo "makespan $(( (t1 - t0) / 1000 )) ms"
-# Free the disk and page cache the baseline's worktrees hold before pneuma runs.
-rm -rf "$tmp/wt-baseline"
+# Set the baseline's worktrees aside (deleted at the very end: on some
+# disks, freeing 600,000 files slows every file creation for a minute after
+# rm returns, which would count against whichever side runs next).
+mkdir -p "$tmp/trash"
+mv "$tmp/wt-baseline" "$tmp/trash/baseline"
 git -C "$repo" worktree prune
 
 # The jobs file lives in the repository (pneuma's run directory goes there),
@@ -135,14 +144,20 @@ echo "/jobs.yaml" >>"$repo/.git/info/exclude"
   done
 } >"$repo/jobs.yaml"
 
+mkfifo "$tmp/tick"
+exec {tick}<>"$tmp/tick"
 variants=()
 for stagger in $staggers; do
   name="pneuma-stagger-$stagger"
   variants+=("$name")
   out="$tmp/$name"
   mkdir -p "$out" "$tmp/home-$name"
-  # Each variant starts cold, as the baseline does: no spare worktrees.
-  "$pneuma" clean "$repo" >/dev/null
+  # Each variant starts cold, as the baseline does: no spare worktrees
+  # (set aside like the baseline's, not deleted).
+  if [[ -d "$repo/.pneuma/pool" ]]; then
+    mv "$repo/.pneuma/pool" "$tmp/trash/pool-$name"
+    git -C "$repo" worktree prune
+  fi
   settle
   args=(run --json --claude "$claude" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
@@ -150,22 +165,32 @@ for stagger in $staggers; do
   echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
   c0=$(cpu_ticks)
+  times >"$out/times0"
   t0=$(now_us)
   (cd "$repo" && exec env -i "${env_p[@]}" \
     "$pneuma" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
   pid=$!
   # pneuma's own peak RSS: VmHWM of its process, which only grows; polled
   # without forking (a builtin read) until the process is gone.
+  # Its own CPU (utime + stime, no children) the same way, from the last
+  # /proc/PID/stat read before it exits (pid is the subshell that execs it).
   hwm=0
+  own=0
   while kill -0 "$pid" 2>/dev/null; do
     while read -r key value _; do
       [[ "$key" == VmHWM: ]] && hwm="$value"
     done 2>/dev/null <"/proc/$pid/status" || true
-    sleep 0.05
+    if read -r stat 2>/dev/null <"/proc/$pid/stat"; then
+      read -r -a f <<<"${stat##*) }"
+      own=$(( f[11] + f[12] ))
+    fi
+    read -r -t 0.05 -u "$tick" _ || true # sleep without a process to count
   done
   status=0
   wait "$pid" || status=$?
   t1=$(now_us)
+  times >"$out/times1"
+  echo "$own $(getconf CLK_TCK)" >"$out/own_ticks"
   echo "$c0 $(cpu_ticks) $(getconf CLK_TCK)" >"$out/cpu_ticks"
   echo "$((t1 - t0))" >"$out/makespan_us"
   echo "$hwm" >"$out/vmhwm_kb"
@@ -178,10 +203,11 @@ for l in open(sys.argv[1]):
     if e.get("run_id"): print(e["run_id"]); break' "$out/events.jsonl")"
   cp "$repo/.pneuma/runs/$run_id/run.json" "$repo/.pneuma/runs/$run_id/report.json" "$out/"
   # Worktrees left behind (failed jobs) would slow the next variant down.
-  rm -rf "$repo/.pneuma/worktrees"
-  git -C "$repo" worktree prune
+  if [[ -d "$repo/.pneuma/worktrees" ]]; then
+    mv "$repo/.pneuma/worktrees" "$tmp/trash/worktrees-$name"
+    git -C "$repo" worktree prune
+  fi
 done
-"$pneuma" clean "$repo" >/dev/null
 
 echo
 echo "== results ($jobs jobs, -j $par, $nfiles files, $(nproc) CPUs, load $(load) at the end)"

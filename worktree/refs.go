@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -27,7 +29,7 @@ func (m *Manager) ResolveRef(ctx context.Context, repo, ref string) (string, err
 	if ref == "" || strings.HasPrefix(ref, "-") || strings.ContainsAny(ref, "\x00\n") {
 		return "", &RefError{Repo: repo, Ref: ref, Err: errors.New("not a valid revision")}
 	}
-	if sha, ok := resolveGoGit(repo, ref); ok {
+	if sha, ok := m.resolveGoGit(repo, ref); ok {
 		return sha, nil
 	}
 	spec := ref + "^{commit}"
@@ -58,7 +60,7 @@ func (m *Manager) Head(ctx context.Context, dir string) (string, error) {
 
 // resolveGoGit resolves the forms of ref that go-git reads exactly like git
 // does. ok is false whenever git must decide.
-func resolveGoGit(dir, ref string) (sha string, ok bool) {
+func (m *Manager) resolveGoGit(dir, ref string) (sha string, ok bool) {
 	name, steps, ok := splitRevision(ref)
 	if !ok {
 		return "", false
@@ -71,9 +73,18 @@ func resolveGoGit(dir, ref string) (sha string, ok bool) {
 	if !ok {
 		return "", false
 	}
+	key := commitKey{store: objectStore(dir), sha: h}
+	if len(steps) == 0 && key.store != "" {
+		if _, known := m.commits.Load(key); known {
+			return h.String(), true
+		}
+	}
 	c, ok := peelCommit(r, h)
 	if !ok {
 		return "", false
+	}
+	if c.Hash == h && key.store != "" {
+		m.commits.Store(key, struct{}{})
 	}
 	for _, s := range steps {
 		for range s.times {
@@ -88,6 +99,60 @@ func resolveGoGit(dir, ref string) (sha string, ok bool) {
 		}
 	}
 	return c.Hash.String(), true
+}
+
+// commitKey names a commit object in one object store.
+type commitKey struct {
+	store string // the common git dir
+	sha   plumbing.Hash
+}
+
+// objectStore returns the common git dir of the worktree whose top
+// directory is dir, read from its .git (a directory, or a file naming the
+// git dir, whose commondir file names the common one), or "" when dir is not
+// the top of a worktree.
+func objectStore(dir string) string {
+	gd, err := gitDir(dir)
+	if err != nil {
+		return ""
+	}
+	common := gd
+	if data, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		common = strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gd, common)
+		}
+	}
+	abs, err := filepath.Abs(common)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
+// gitDir returns the git directory of the worktree at dir: what its .git
+// file points to for a linked worktree, or .git itself.
+func gitDir(dir string) (string, error) {
+	p := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if fi.IsDir() {
+		return p, nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	gd, found := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !found || gd == "" {
+		return "", errors.New("not a gitdir file: " + p)
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	return gd, nil
 }
 
 // step is one ~N (times N, first parent) or ^N (once, parent N; ^0 is none).

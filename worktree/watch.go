@@ -42,6 +42,22 @@ func (w *Watch) Untouched() bool {
 	return w.impl.untouched()
 }
 
+// Rearm carries the watch over to a reuse of its worktree (Reuse with
+// Untouched, at the same commit): the directory moved to dir and switched
+// to a new branch at the commit it was on. It accepts the events those two
+// steps cause (the worktree directory moved, its .git link and git
+// directory's gitdir, HEAD and reflog rewritten) and nothing else, then
+// watches the new branch, so the walk of a new Watch is saved. It returns
+// false, and the watch is never Untouched again, when anything else
+// happened, when dir is not the same worktree, or when the new branch is
+// not at the same commit; the caller then starts a new Watch.
+func (w *Watch) Rearm(dir string) bool {
+	if w == nil || w.impl == nil {
+		return false
+	}
+	return w.impl.rearm(dir)
+}
+
 // Close stops watching. It is safe to call more than once.
 func (w *Watch) Close() error {
 	if w == nil || w.impl == nil {
@@ -52,5 +68,6 @@ func (w *Watch) Close() error {
 
 type watchImpl interface {
 	untouched() bool
+	rearm(dir string) bool
 	close() error
 }

@@ -1,6 +1,8 @@
 package worktree
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -28,6 +30,10 @@ type inotifyWatch struct {
 	// held at the start: a branch moved from elsewhere (git update-ref in
 	// the main worktree) changes no file the watch sees.
 	ref, sha string
+	// The watch descriptors of the worktree's top directory and of its git
+	// directory (gitDir, its path), whose events a reuse causes.
+	rootWD, gitWD int
+	gitDir        string
 }
 
 func startWatch(dir string) watchImpl {
@@ -40,16 +46,24 @@ func startWatch(dir string) watchImpl {
 	gd, err := gitDir(dir)
 	if err == nil {
 		dirs = append(dirs, gd)
+		w.gitDir = gd
 		w.ref, w.sha, err = branchRef(gd)
 	}
 	if !ok || err != nil {
 		w.close()
 		return nil
 	}
-	for _, d := range dirs {
-		if _, err := syscall.InotifyAddWatch(fd, d, watchMask); err != nil {
+	for i, d := range dirs {
+		wd, err := syscall.InotifyAddWatch(fd, d, watchMask)
+		if err != nil {
 			w.close()
 			return nil
+		}
+		switch i {
+		case 0:
+			w.rootWD = wd
+		case len(dirs) - 1:
+			w.gitWD = wd
 		}
 	}
 	return w
@@ -80,31 +94,6 @@ func watchDirs(dir string) (dirs []string, ok bool) {
 		}
 	}
 	return dirs, true
-}
-
-// gitDir returns the git directory of the worktree at dir: what its .git
-// file points to for a linked worktree, or .git itself.
-func gitDir(dir string) (string, error) {
-	p := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		return p, nil
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return "", err
-	}
-	gd, found := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-	if !found || gd == "" {
-		return "", errors.New("not a gitdir file: " + p)
-	}
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(dir, gd)
-	}
-	return gd, nil
 }
 
 // branchRef returns the loose ref file of the branch that the HEAD in gitDir
@@ -151,6 +140,77 @@ func (w *inotifyWatch) untouched() bool {
 	// way, nothing can be vouched for.
 	w.touched = true
 	return false
+}
+
+// rearm reads every queued event and accepts only those of a reuse: the
+// top directory moved, its .git link rewritten, and in the git directory
+// HEAD, gitdir (the worktree's new path) and the reflog directory written.
+// Anything else, an overflow included, is a change.
+func (w *inotifyWatch) rearm(dir string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.touched || w.fd < 0 {
+		return false
+	}
+	ok := w.drain(func(wd int, mask uint32, name string) bool {
+		switch {
+		case mask&syscall.IN_Q_OVERFLOW != 0:
+			return false
+		case wd == w.rootWD:
+			return mask&syscall.IN_MOVE_SELF != 0 && name == "" || name == ".git" || name == ".git.lock"
+		case wd == w.gitWD:
+			switch name {
+			case "HEAD", "HEAD.lock", "gitdir", "gitdir.lock", "logs":
+				return true
+			}
+		}
+		return false
+	})
+	if ok {
+		// Still the same git directory, now on a branch at the same commit.
+		gd, err := gitDir(dir)
+		ref, sha := "", ""
+		if err == nil && gd == w.gitDir {
+			ref, sha, err = branchRef(gd)
+		}
+		ok = err == nil && gd == w.gitDir && sha == w.sha
+		if ok {
+			w.ref = ref
+		}
+	}
+	w.touched = !ok
+	return ok
+}
+
+// drain reads the queued events until none is left, and reports whether
+// accept took every one of them.
+func (w *inotifyWatch) drain(accept func(wd int, mask uint32, name string) bool) bool {
+	var buf [64 * (syscall.SizeofInotifyEvent + syscall.NAME_MAX + 1)]byte
+	ok := true
+	for {
+		n, err := syscall.Read(w.fd, buf[:])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if errors.Is(err, syscall.EAGAIN) {
+			return ok
+		}
+		if err != nil || n < syscall.SizeofInotifyEvent {
+			return false
+		}
+		// struct inotify_event: int wd; u32 mask, cookie, len; char name[len]
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			end := off + syscall.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
+			if end > n {
+				return false
+			}
+			name := string(bytes.TrimRight(buf[off+syscall.SizeofInotifyEvent:end], "\x00"))
+			ok = ok && accept(int(wd), mask, name)
+			off = end
+		}
+	}
 }
 
 func (w *inotifyWatch) close() error {

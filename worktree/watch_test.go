@@ -233,3 +233,104 @@ func TestReuseUntouched(t *testing.T) {
 		t.Errorf("README.md at the older base = %q", got)
 	}
 }
+
+func TestWatchRearm(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux has a change watch")
+	}
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	ctx := testCtx(t)
+	base, err := m.Head(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	path := func() string {
+		n++
+		return filepath.Join(repo, ".pneuma", "wt", strconv.Itoa(n))
+	}
+	// watched makes a worktree at base and watches it.
+	watched := func(t *testing.T) (string, *Watch) {
+		t.Helper()
+		dir := path()
+		if err := m.Create(ctx, CreateOptions{Repo: repo, Path: dir, Branch: "r/" + strconv.Itoa(n), Base: base}); err != nil {
+			t.Fatal(err)
+		}
+		w := m.Watch(dir)
+		t.Cleanup(func() { w.Close() })
+		return dir, w
+	}
+	// reuse moves dir to a new path on a new branch at commit.
+	reuse := func(t *testing.T, dir, commit string) string {
+		t.Helper()
+		to := path()
+		if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: dir, Path: to, Branch: "r/" + strconv.Itoa(n), Base: commit, Untouched: true}); err != nil {
+			t.Fatal(err)
+		}
+		return to
+	}
+
+	t.Run("a reuse is carried over, twice, and later changes are seen", func(t *testing.T) {
+		dir, w := watched(t)
+		for range 2 {
+			dir = reuse(t, dir, base)
+			if !w.Rearm(dir) || !w.Untouched() {
+				t.Fatal("the events of a reuse counted as a change")
+			}
+		}
+		writeFile(t, dir, "src/a.txt", "changed\n")
+		if w.Untouched() {
+			t.Error("a change after the reuse was not seen")
+		}
+	})
+
+	t.Run("the new branch is watched", func(t *testing.T) {
+		dir, w := watched(t)
+		dir = reuse(t, dir, base)
+		if !w.Rearm(dir) {
+			t.Fatal("Rearm = false")
+		}
+		older := gitT(t, m, repo, "rev-parse", "HEAD~1")
+		gitT(t, m, repo, "update-ref", "refs/heads/r/"+strconv.Itoa(n), older)
+		if w.Untouched() {
+			t.Error("the new branch moved and the watch did not see it")
+		}
+	})
+
+	others := []struct {
+		name   string
+		before func(t *testing.T, dir string) // between the job and the reuse
+		base   string
+	}{
+		{"a file changed before the reuse", func(t *testing.T, dir string) {
+			writeFile(t, dir, "src/a.txt", "one\ntwo\nthree\n")
+		}, base},
+		{"the index rewritten", func(t *testing.T, dir string) {
+			gitT(t, m, dir, "update-index", "--refresh", "--really-refresh")
+			gitT(t, m, dir, "read-tree", "HEAD")
+		}, base},
+		{"a checkout of another base", nil, "HEAD~1"},
+	}
+	for _, tc := range others {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, w := watched(t)
+			if tc.before != nil {
+				tc.before(t, dir)
+			}
+			commit := gitT(t, m, repo, "rev-parse", tc.base)
+			dir = reuse(t, dir, commit)
+			if w.Rearm(dir) || w.Untouched() {
+				t.Error("Rearm vouched for a changed worktree")
+			}
+		})
+	}
+
+	t.Run("another worktree", func(t *testing.T) {
+		_, w := watched(t)
+		other, _ := watched(t)
+		if w.Rearm(other) || w.Untouched() {
+			t.Error("Rearm accepted another worktree")
+		}
+	})
+}

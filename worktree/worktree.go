@@ -39,8 +39,15 @@ type Manager struct {
 	// inherited variables (tests use it to isolate HOME and GIT_CONFIG_GLOBAL).
 	Env []string
 
-	mu    sync.Mutex
-	locks map[string]chan struct{} // per git common dir, capacity 1
+	mu      sync.Mutex
+	locks   map[string]chan struct{} // per git common dir, capacity 1
+	commons map[string]string        // repository path → its common git dir
+
+	// commits holds the shas read as commit objects, per object store
+	// (commitKey): objects never change, so the next ResolveRef of the same
+	// sha, or of a ref pointing at it, needs not read it again (with go-git
+	// that is decoding a pack index, ~10 ms on a big repository).
+	commits sync.Map
 }
 
 // New returns a Manager that runs "git" from PATH.
@@ -195,6 +202,32 @@ func isDir(p string) bool {
 // commonDir returns the absolute git common directory of repo: the .git
 // directory shared by the main worktree and every linked worktree.
 func (m *Manager) commonDir(ctx context.Context, repo string) (string, error) {
+	key, err := filepath.Abs(repo)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	dir, ok := m.commons[key]
+	m.mu.Unlock()
+	if ok {
+		return dir, nil
+	}
+	dir, err = m.findCommonDir(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	if m.commons == nil {
+		m.commons = map[string]string{}
+	}
+	m.commons[key] = dir
+	m.mu.Unlock()
+	return dir, nil
+}
+
+// findCommonDir asks git for the common git dir of repo (once per repo:
+// commonDir keeps the answer, which cannot change while the repo exists).
+func (m *Manager) findCommonDir(ctx context.Context, repo string) (string, error) {
 	out, err := m.output(ctx, "-C", repo, "rev-parse", "--git-common-dir")
 	if err != nil {
 		if isNotRepo(err) {

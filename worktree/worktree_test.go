@@ -185,7 +185,7 @@ func TestResolveRef(t *testing.T) {
 			if err != nil || got != tt.want {
 				t.Fatalf("ResolveRef(%s) = %q, %v; want %q", tt.ref, got, err, tt.want)
 			}
-			sha, ok := resolveGoGit(tt.dir, tt.ref)
+			sha, ok := m.resolveGoGit(tt.dir, tt.ref)
 			if ok != tt.goGit || ok && sha != tt.want {
 				t.Errorf("resolveGoGit(%s) = %q, %v; want go-git to answer: %v", tt.ref, sha, ok, tt.goGit)
 			}
@@ -207,6 +207,22 @@ func TestResolveRef(t *testing.T) {
 	}
 	if got, err := m.Head(ctx, linked); err != nil || got != first {
 		t.Errorf("Head(linked) = %q, %v; want %q", got, err, first)
+	}
+
+	// Known commits are remembered per object store: the sha of an
+	// annotated tag still peels, and another repository without the
+	// commit does not borrow it.
+	tag := gitT(t, m, repo, "rev-parse", "v1.0")
+	for range 2 {
+		if got, err := m.ResolveRef(ctx, repo, tag); err != nil || got != head {
+			t.Errorf("ResolveRef(tag object) = %q, %v; want %q", got, err, head)
+		}
+	}
+	other := t.TempDir()
+	gitT(t, m, other, "init", "-q", "-b", "main")
+	gitT(t, m, other, "commit", "-q", "--allow-empty", "-m", "another history")
+	if got, err := m.ResolveRef(ctx, other, head); !errors.As(err, new(*RefError)) {
+		t.Errorf("ResolveRef(a commit of another repository) = %q, %v; want *RefError", got, err)
 	}
 }
 
