@@ -51,7 +51,7 @@ trap cleanup EXIT
 now_us() { echo "${EPOCHREALTIME/./}"; }
 
 echo "== build"
-true
+go build -o "$pneuma" .
 go build -o "$tmp/fakeapi" ./internal/fakeapi/cmd/fakeapi
 "$claude" --version
 
@@ -78,7 +78,7 @@ cli_env() {
     "HOME=$1" "PATH=$PATH"
     "ANTHROPIC_BASE_URL=$api_url" "ANTHROPIC_API_KEY=sk-bench-not-a-real-key"
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1
-    CLAUDE_CODE_MAX_RETRIES=0 GIT_CONFIG_NOSYSTEM=1 PNEUMA_TRACE=1
+    CLAUDE_CODE_MAX_RETRIES=0 GIT_CONFIG_NOSYSTEM=1
   )
   [[ "$(id -u)" == 0 ]] && e+=(IS_SANDBOX=1)
   printf '%s\0' "${e[@]}"
