@@ -25,15 +25,9 @@ const (
 // Journal is run.json: the plan and every job's state, rewritten atomically
 // after every change so that a run killed with SIGKILL can be resumed.
 type Journal struct {
-	Schema    string      `json:"schema"`
-	RunID     string      `json:"run_id"`
-	Status    string      `json:"status"`
-	StartedAt time.Time   `json:"started_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
-	Plan      *Plan       `json:"plan"`
-	Jobs      []*JobState `json:"jobs"`
+	JournalData
 
-	mu     sync.Mutex // guards the fields above
+	mu     sync.Mutex // guards JournalData
 	saveMu sync.Mutex // orders saves so an older snapshot never lands last
 	path   string
 
@@ -41,6 +35,17 @@ type Journal struct {
 	// writes are coalesced into its next write.
 	dirty   chan struct{}
 	stopped chan struct{}
+}
+
+// JournalData is what run.json holds.
+type JournalData struct {
+	Schema    string      `json:"schema"`
+	RunID     string      `json:"run_id"`
+	Status    string      `json:"status"`
+	StartedAt time.Time   `json:"started_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Plan      *Plan       `json:"plan"`
+	Jobs      []*JobState `json:"jobs"`
 }
 
 // startWriter starts the goroutine that saves the journal after touch.
@@ -117,12 +122,14 @@ func ReadJournal(runDir string) (*Journal, error) {
 // journal (resume) for the jobs that are still in the plan.
 func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 	j := &Journal{
-		Schema:    JournalSchema,
-		RunID:     p.RunID,
-		Status:    "running",
-		StartedAt: time.Now().UTC(),
-		Plan:      p,
-		path:      JournalPath(p.RunDir),
+		JournalData: JournalData{
+			Schema:    JournalSchema,
+			RunID:     p.RunID,
+			Status:    "running",
+			StartedAt: time.Now().UTC(),
+			Plan:      p,
+		},
+		path: JournalPath(p.RunDir),
 	}
 	old := map[string]*JobState{}
 	if prior != nil {
@@ -182,34 +189,21 @@ func (j *Journal) save() error {
 	return writeFileAtomic(j.path, append(data, '\n'))
 }
 
-// journalFile is what run.json holds: the exported fields of Journal.
-type journalFile struct {
-	Schema    string     `json:"schema"`
-	RunID     string     `json:"run_id"`
-	Status    string     `json:"status"`
-	StartedAt time.Time  `json:"started_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	Plan      *Plan      `json:"plan"`
-	Jobs      []JobState `json:"jobs"`
-}
-
 // snapshot copies the journal under its lock, so that encoding it (a few
 // milliseconds for a big run on a busy machine) never holds up a job that
 // records its progress. A JobState's slices and result are replaced, never
 // changed in place, once they are in the journal.
-func (j *Journal) snapshot() journalFile {
+func (j *Journal) snapshot() JournalData {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.UpdatedAt = time.Now().UTC()
-	f := journalFile{
-		Schema: j.Schema, RunID: j.RunID, Status: j.Status,
-		StartedAt: j.StartedAt, UpdatedAt: j.UpdatedAt, Plan: j.Plan,
-		Jobs: make([]JobState, len(j.Jobs)),
-	}
+	d := j.JournalData
+	d.Jobs = make([]*JobState, len(j.Jobs))
 	for i, s := range j.Jobs {
-		f.Jobs[i] = *s
+		c := *s
+		d.Jobs[i] = &c
 	}
-	return f
+	return d
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
