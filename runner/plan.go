@@ -400,9 +400,12 @@ func BuildPlan(ctx context.Context, f *File, ws Workspace, o PlanOptions) (*Plan
 	return p, nil
 }
 
-// DefaultStagger spaces CLI starts: concurrent CLIs race on ~/.claude.json at
-// start-up, and a few hundred milliseconds between starts avoids it.
-const DefaultStagger = 250 * time.Millisecond
+// DefaultStagger spaces CLI starts: CLIs started at the same instant all
+// rewrite ~/.claude.json at once (the CLI's writes of it race at any time, so
+// no spacing removes the race; this one spreads the start of a run). It is
+// short because every start that comes within it of another waits: with
+// uniform jobs, whose ends cluster, 250ms made most jobs wait ~100 ms.
+const DefaultStagger = 100 * time.Millisecond
 
 func (d Duration) set() bool { return d != 0 }
 

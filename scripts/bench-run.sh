@@ -6,7 +6,7 @@
 #   baseline  xargs -P CONCURRENCY bench/job.sh: `git worktree add`, then
 #             `claude -p --output-format json` in it
 #   pneuma    `pneuma run -j CONCURRENCY --json`, once per stagger in STAGGERS
-#             (0 and the default 250ms)
+#             (0 and the default 100ms)
 #
 # and checks the targets: makespan of pneuma <= 1.05 x the baseline's;
 # pneuma's own overhead per job (job duration minus the CLI process, from
