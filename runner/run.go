@@ -368,15 +368,11 @@ func (r *run) settleParked(ctx context.Context) {
 	defer cancel()
 	ws := r.opts.Workspace
 	emptied := map[string]bool{}
-	for _, trees := range r.parked {
-		for _, t := range trees {
-			closeWatch(t.watch)
-		}
-	}
 	for repo, trees := range r.parked {
 		pool := PoolDir(repo)
 		kept := 0
 		for _, t := range trees {
+			closeWatch(t.watch) // retiring or removing the tree is no change to watch for
 			if filepath.Dir(t.dir) != pool {
 				emptied[filepath.Dir(t.dir)] = true
 			}
