@@ -56,7 +56,7 @@ bench: build claude bench-deps
 
 ## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
 demo: build claude
-	$(GO) run ./internal/demo -- ./bin/pneuma $(CLAUDE_BIN)
+	$(GO) run ./tools/demo -- ./bin/pneuma $(CLAUDE_BIN)
 
 vet:
 	$(GO) vet ./...

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 )
 
 func TestFind(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 )
 
 func TestMain(m *testing.M) {

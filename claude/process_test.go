@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the process writes.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 // These tests drive the pinned real CLI (PNEUMA_TEST_CLAUDE) against the

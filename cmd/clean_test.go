@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/pneuma-cli/pneuma/cmd"
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/cmd"
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 // These tests run the real Claude Code CLI against the fake API and check

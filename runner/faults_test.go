@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
-	"github.com/pneuma-cli/pneuma/internal/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks `pneuma history` on a synthetic ~1 GB projects tree (internal/histgen),
+# Benchmarks `pneuma history` on a synthetic ~1 GB projects tree (internal/testbed/histgen),
 # side by side with `ccusage daily --offline --json` and a plain `cat`, and checks
 # the targets: usage >= 1.25x faster than ccusage with the same token totals,
 # throughput >= 50% of cat from a warm cache, peak RSS <= 128 MB, and
@@ -40,13 +40,13 @@ fi
 if [[ ! -f "$corpus/.complete" ]]; then
   echo "== generate $size corpus in $corpus"
   rm -rf "$corpus"
-  go run ./internal/histgen/cmd/histgen -out "$corpus" -size "$size" -seed 1
+  go run ./internal/testbed/histgen/cmd/histgen -out "$corpus" -size "$size" -seed 1
   touch "$corpus/.complete"
 fi
 if [[ ! -f "$big/.complete" ]]; then
   echo "== generate a 200 MB session in $big"
   rm -rf "$big"
-  go run ./internal/histgen/cmd/histgen -out "$big" -session-size 200MB -seed 2 >"$big.path"
+  go run ./internal/testbed/histgen/cmd/histgen -out "$big" -session-size 200MB -seed 2 >"$big.path"
   touch "$big/.complete"
 fi
 

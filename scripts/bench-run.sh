@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks `pneuma run` against a plain shell baseline doing the same work
-# (issue 3). With the fake API (internal/fakeapi/cmd/fakeapi) answering at
+# (issue 3). With the fake API (internal/testbed/fakeapi/cmd/fakeapi) answering at
 # once, JOBS one-turn jobs run at CONCURRENCY on a repository of FILES files:
 #
 #   baseline  xargs -P CONCURRENCY bench/job.sh: `git worktree add`, then
@@ -52,7 +52,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 
 echo "== build"
 go build -o "$pneuma" .
-go build -o "$tmp/fakeapi" ./internal/fakeapi/cmd/fakeapi
+go build -o "$tmp/fakeapi" ./internal/testbed/fakeapi/cmd/fakeapi
 "$claude" --version
 
 echo "== repository of $nfiles files"

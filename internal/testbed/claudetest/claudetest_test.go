@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 )
 
 // helperVar makes the test binary act as a stand-in CLI (the re-exec helper

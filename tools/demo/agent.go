@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 // The agent plays one believable, scripted Claude per job of

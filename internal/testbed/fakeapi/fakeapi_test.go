@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 // post sends a Messages API request with the given stream flag and content.

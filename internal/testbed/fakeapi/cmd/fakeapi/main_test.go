@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 func TestLoopback(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
 func main() {

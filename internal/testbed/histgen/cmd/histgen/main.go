@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pneuma-cli/pneuma/internal/histgen"
+	"github.com/pneuma-cli/pneuma/internal/testbed/histgen"
 )
 
 func main() {
