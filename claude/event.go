@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pneuma-cli/pneuma/usage"
 )
 
 // Event types pneuma gives a meaning to. Any other type the CLI writes is
@@ -75,14 +77,8 @@ type Init struct {
 	Tools          []string `json:"tools"`
 }
 
-// Usage is token usage in the API's snake_case shape, as found in
-// message.usage and result.usage.
-type Usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-}
+// Usage is token usage as found in message.usage and result.usage.
+type Usage = usage.Tokens
 
 // ModelUsage is one model's entry in result.modelUsage (camelCase), cumulative
 // for the process and including subagents.

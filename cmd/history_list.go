@@ -66,7 +66,7 @@ func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n",
 			s.ID[:min(n, len(s.ID))], shortLine(s.Project, 40), stamp(s.Started), stamp(s.LastActivity),
-			s.Prompts, s.APICalls, history.Thousands(s.Tokens()), cost, s.Subagents, shortLine(s.FirstPrompt, 60))
+			s.Prompts, s.APICalls, history.Thousands(s.Total()), cost, s.Subagents, shortLine(s.FirstPrompt, 60))
 	}
 	return tw.Flush()
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pneuma-cli/pneuma/usage"
 )
 
 // Usage is the token usage of one API response as the transcript records it.
@@ -46,29 +48,18 @@ func (u Usage) cacheWrites() (w5, w1 int64) {
 
 // Totals is deduplicated usage and its estimated cost.
 type Totals struct {
-	InputTokens              int64   `json:"input_tokens"`
-	OutputTokens             int64   `json:"output_tokens"`
-	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
-	CostUSD                  float64 `json:"cost_usd"`
-	APICalls                 int     `json:"api_calls"`
+	usage.Tokens
+	CostUSD  float64 `json:"cost_usd"`
+	APICalls int     `json:"api_calls"`
 	// UnpricedCalls counts calls of models the price table does not know;
 	// their tokens are included, their cost is not.
 	UnpricedCalls  int      `json:"unpriced_calls,omitempty"`
 	UnpricedModels []string `json:"unpriced_models,omitempty"`
 }
 
-// Tokens returns the sum of all token kinds.
-func (t Totals) Tokens() int64 {
-	return t.InputTokens + t.OutputTokens + t.CacheReadInputTokens + t.CacheCreationInputTokens
-}
-
 // merge adds o into t.
 func (t *Totals) merge(o *Totals) {
-	t.InputTokens += o.InputTokens
-	t.OutputTokens += o.OutputTokens
-	t.CacheReadInputTokens += o.CacheReadInputTokens
-	t.CacheCreationInputTokens += o.CacheCreationInputTokens
+	t.Tokens.Add(o.Tokens)
 	t.CostUSD += o.CostUSD
 	t.APICalls += o.APICalls
 	t.UnpricedCalls += o.UnpricedCalls

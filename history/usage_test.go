@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/usage"
 )
 
 const (
@@ -95,7 +97,7 @@ func TestTranscriptUsage(t *testing.T) {
 	}
 	// msg_1 (split over two lines), msg_2, msg_3 on opus; msg_s1, msg_s2 in
 	// the subagent on haiku; the synthetic API error is skipped.
-	want := Totals{InputTokens: 630, OutputTokens: 127, CacheReadInputTokens: 5000, CacheCreationInputTokens: 300, APICalls: 5,
+	want := Totals{Tokens: usage.Tokens{InputTokens: 630, OutputTokens: 127, CacheReadInputTokens: 5000, CacheCreationInputTokens: 300}, APICalls: 5,
 		CostUSD: (600*5 + 114*25 + 300*6.25 + 5000*0.5 + 30*1 + 13*5) / 1e6}
 	if !near(got.CostUSD, want.CostUSD) {
 		t.Errorf("cost = %v, want %v", got.CostUSD, want.CostUSD)

@@ -3,7 +3,11 @@
 // reports of shards into one. It knows nothing about how jobs are run.
 package report
 
-import "time"
+import (
+	"time"
+
+	"github.com/pneuma-cli/pneuma/usage"
+)
 
 // Schema is the value of Report.Schema for this version of the format.
 const Schema = "pneuma.report/v1"
@@ -98,12 +102,7 @@ type Totals struct {
 }
 
 // Usage is token usage as the Claude Code CLI reports it in a result.
-type Usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-}
+type Usage = usage.Tokens
 
 // ModelUsage is the CLI's per-model accounting (result.modelUsage).
 type ModelUsage struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/usage"
 )
 
 // Event types sent to a Reporter.
@@ -498,27 +499,14 @@ func joinErr(a, b string) string {
 // claudeUsage turns the CLI's model usage into report types and totals.
 func claudeUsage(mu map[string]claude.ModelUsage, main claude.Usage) (report.Usage, map[string]report.ModelUsage) {
 	if len(mu) == 0 {
-		return report.Usage{
-			InputTokens:              main.InputTokens,
-			OutputTokens:             main.OutputTokens,
-			CacheReadInputTokens:     main.CacheReadInputTokens,
-			CacheCreationInputTokens: main.CacheCreationInputTokens,
-		}, nil
+		return main, nil
 	}
 	var u report.Usage
 	out := make(map[string]report.ModelUsage, len(mu))
 	for k, m := range mu {
-		out[k] = report.ModelUsage{
-			InputTokens:              m.InputTokens,
-			OutputTokens:             m.OutputTokens,
-			CacheReadInputTokens:     m.CacheReadInputTokens,
-			CacheCreationInputTokens: m.CacheCreationInputTokens,
-			CostUSD:                  m.CostUSD,
-		}
-		u.InputTokens += m.InputTokens
-		u.OutputTokens += m.OutputTokens
-		u.CacheReadInputTokens += m.CacheReadInputTokens
-		u.CacheCreationInputTokens += m.CacheCreationInputTokens
+		out[k] = report.ModelUsage(m)
+		u.Add(usage.Tokens{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens,
+			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens})
 	}
 	return u, out
 }
