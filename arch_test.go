@@ -20,7 +20,8 @@ func TestImportDirection(t *testing.T) {
 		"history":  {"cmd", "runner", "worktree", "report", "policy"},
 		"report":   {"cmd", "runner", "claude", "worktree", "history", "policy"},
 		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report"},
-		"runner":   {"cmd", "worktree", "history", "internal/wire"},
+		"runner":   {"cmd", "serve"},
+		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve"},
 	}
 	cliLibs := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "github.com/schollz/progressbar/v3"}
 	for pkg, banned := range forbidden {

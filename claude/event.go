@@ -61,6 +61,8 @@ type Event struct {
 	Reply   *ControlReply   // control_response (CLI -> client)
 	// CancelRequestID is the request_id named by a control_cancel_request.
 	CancelRequestID string
+	// Raw is the line itself, when Config.Raw asked for it.
+	Raw []byte
 
 	// Err says why the line, or part of it, could not be decoded. A partial
 	// decode keeps whatever payload could be read.

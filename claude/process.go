@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,9 @@ type Config struct {
 	// zero ControlResponse: can_use_tool is denied, anything else gets an
 	// error reply.
 	OnControl func(ctx context.Context, req *ControlRequest) ControlResponse
+	// Raw keeps a copy of each decoded line in Event.Raw, for callers that
+	// pass lines on (a server session's clients); jobs need no copy.
+	Raw bool
 }
 
 // ExitStatus is how a process ended and what its stdout held.
@@ -84,6 +88,7 @@ type Process struct {
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
+	raw       bool
 
 	stdin       *os.File
 	writeSem    chan struct{} // one slot: one stdin line at a time
@@ -184,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		onControl:  cfg.OnControl,
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
+		raw:        cfg.Raw,
 		stdin:      inW,
 		writeSem:   make(chan struct{}, 1),
 		stdout:     outR,
@@ -577,6 +583,9 @@ func (p *Process) emit(line []byte, size int, oversized, torn bool) {
 			Err: fmt.Errorf("incomplete last line (%d bytes, no newline at end of output)", size)}
 	default:
 		ev = Decode(line)
+		if p.raw {
+			ev.Raw = bytes.Clone(line)
+		}
 	}
 	p.status.Lines++
 	if ev.Type == TypeInvalid {

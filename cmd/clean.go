@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/worktree"
 )
 
 const cleanLong = `Remove the spare worktrees that pneuma run keeps in .pneuma/pool of a
@@ -38,24 +37,19 @@ func NewCmdClean(io *IO) *cobra.Command {
 }
 
 func runClean(ctx context.Context, io *IO, dirs []string) error {
-	ws := wire.NewWorkspace()
+	git := worktree.New()
 	var errs []error
 	for _, dir := range dirs {
-		repo, err := ws.Root(ctx, dir)
+		repo, err := git.Root(ctx, dir)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed := 0
-		for _, dir := range runner.Spares(repo) {
-			if err := ws.Remove(ctx, repo, dir); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed++
+		c, err := runner.Clean(ctx, git, repo)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		_ = os.Remove(runner.PoolDir(repo)) // only if empty
-		fmt.Fprintf(io.Out, "%s: removed %d spare worktree(s)\n", repo, removed)
+		fmt.Fprintln(io.Out, c)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return &ExitError{Code: ExitEnvironment, Err: err}
@@ -72,7 +66,7 @@ func pooled(plan *runner.Plan) int {
 			continue
 		}
 		seen[job.Repo] = true
-		n += len(runner.Spares(job.Repo))
+		n += len(runner.RepoLayout(job.Repo).Spares())
 	}
 	return n
 }

@@ -24,7 +24,7 @@ func TestRunKeepsSparesAndCleanRemovesThem(t *testing.T) {
 	if !strings.Contains(r.stdout, "2 clean worktree(s) kept in .pneuma/pool") {
 		t.Errorf("the run does not say it kept spares:\n%s", r.stdout)
 	}
-	if entries, _ := os.ReadDir(runner.PoolDir(repo)); len(entries) != 2 {
+	if entries, _ := os.ReadDir(runner.RepoLayout(repo).Pool()); len(entries) != 2 {
 		t.Fatalf("pool holds %d, want 2", len(entries))
 	}
 
@@ -32,7 +32,7 @@ func TestRunKeepsSparesAndCleanRemovesThem(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "removed 2 spare worktree(s)") {
 		t.Fatalf("clean: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	if _, err := os.Stat(runner.PoolDir(repo)); !os.IsNotExist(err) {
+	if _, err := os.Stat(runner.RepoLayout(repo).Pool()); !os.IsNotExist(err) {
 		t.Errorf("pool still there: %v", err)
 	}
 	if wts := claudetest.Git(t, repo, "worktree", "list"); strings.Count(wts, "\n") != 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,9 +14,9 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/pneuma-cli/pneuma/claude"
-	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/worktree"
 )
 
 // RunOptions are the typed settings of `pneuma run`, from flags, PNEUMA_*
@@ -165,76 +164,21 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	shard, err := resolveShard(o.Shard, io.Getenv)
+	git := worktree.New()
+	plan, prior, err := planRun(ctx, io, o, git)
 	if err != nil {
-		return &UsageError{Err: err}
-	}
-	ws := wire.NewWorkspace()
-
-	var prior *runner.Journal
-	file, err := runner.ReadFile(o.JobsFile)
-	if err != nil {
-		var derr *runner.DecodeError
-		if errors.As(err, &derr) {
-			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("invalid jobs file:\n%w", err)}
-		}
-		return &ExitError{Code: ExitUsage, Err: err}
-	}
-
-	bin, binErr := claude.Find(o.Claude, exec.LookPath)
-	if binErr != nil && !o.DryRun {
-		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("%w\ninstall the Claude Code CLI with `npm install -g @anthropic-ai/claude-code`, or point --claude (or PNEUMA_CLAUDE) at it", binErr)}
-	}
-	if binErr != nil {
-		bin = "claude"
-	}
-
-	popts := runner.PlanOptions{
-		Concurrency: o.Concurrency,
-		Only:        o.Only,
-		Shard:       shard,
-		OutputDir:   o.OutputDir,
-		BudgetUSD:   o.BudgetUSD,
-		Stagger:     o.Stagger,
-		Binary:      bin,
-		Getenv:      io.Getenv,
-		IsRoot:      os.Geteuid() == 0,
-	}
-	var plan *runner.Plan
-	switch {
-	case o.Resume != "":
-		plan, prior, err = resumePlan(ctx, file, ws, popts, o.Resume)
-	case o.RerunFailed != "":
-		plan, err = rerunPlan(ctx, file, ws, popts, o.RerunFailed)
-	default:
-		plan, err = runner.BuildPlan(ctx, file, ws, popts)
-	}
-	if err != nil {
-		var cerr *runner.ConfigError
-		if errors.As(err, &cerr) {
-			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("invalid jobs file:\n%w", err)}
-		}
 		return err
 	}
 	if o.DryRun {
 		return printPlan(io, plan)
 	}
-	if err := checkCLI(ctx, bin); err != nil {
+	if err := checkCLI(ctx, plan.Binary); err != nil {
 		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
-
 	github := io.Getenv("GITHUB_ACTIONS") == "true"
 	rep := newReporter(io, o, github)
-	ropts := runner.Options{
-		Workspace: ws,
-		Reporter:  rep,
-		Keep:      keep,
-		FailFast:  o.FailFast,
-		Kill:      killSignal(ctx),
-		StopGrace: o.StopGrace,
-		Estimator: wire.NewTranscripts(),
-		Pool:      o.Pool,
-	}
+	ropts := runner.Options{Git: git, Reporter: rep, Keep: keep, FailFast: o.FailFast,
+		Kill: killSignal(ctx), StopGrace: o.StopGrace, Pool: o.Pool}
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)
@@ -247,19 +191,79 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	outErr := writeOutputs(io, o, r, github)
 	if !o.JSON {
-		fmt.Fprintln(io.Out)
-		_ = report.Table(io.Out, r)
-		fmt.Fprintf(io.Out, "\nrun %s: %s · report %s\n", r.RunID, r.Status, runner.RunReportPath(plan))
-		if n := pooled(plan); n > 0 {
-			fmt.Fprintf(io.Out, "%d clean worktree(s) kept in .pneuma/pool for the next run (pneuma clean removes them)\n", n)
-		}
+		printRunSummary(io, plan, r)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if outErr != nil {
+	case outErr != nil:
 		return &ExitError{Code: ExitEnvironment, Err: outErr}
 	}
+	return runExit(r)
+}
+
+// planRun reads the jobs file and plans the run: a new one, the resumption
+// of an earlier one (--resume), or a new run of what failed (--rerun-failed).
+func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) (*runner.Plan, *runner.Journal, error) {
+	shard, err := resolveShard(o.Shard, io.Getenv)
+	if err != nil {
+		return nil, nil, &UsageError{Err: err}
+	}
+	file, err := runner.ReadFile(o.JobsFile)
+	if err != nil {
+		return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+	}
+	bin, binErr := claude.Find(o.Claude, exec.LookPath)
+	if binErr != nil && !o.DryRun {
+		return nil, nil, &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("%w\ninstall the Claude Code CLI with `npm install -g @anthropic-ai/claude-code`, or point --claude (or PNEUMA_CLAUDE) at it", binErr)}
+	}
+	if binErr != nil {
+		bin = "claude" // a dry run shows the plan all the same
+	}
+	popts := runner.PlanOptions{Concurrency: o.Concurrency, Only: o.Only, Shard: shard, OutputDir: o.OutputDir,
+		BudgetUSD: o.BudgetUSD, Stagger: o.Stagger, Binary: bin, Getenv: io.Getenv, IsRoot: os.Geteuid() == 0, Git: git}
+	var plan *runner.Plan
+	var prior *runner.Journal
+	switch {
+	case o.Resume != "":
+		plan, prior, err = runner.ResumePlan(ctx, file, popts, o.Resume)
+	case o.RerunFailed != "":
+		plan, err = runner.RerunPlan(ctx, file, popts, o.RerunFailed)
+	default:
+		plan, err = runner.BuildPlan(ctx, file, popts)
+	}
+	var cerr *runner.ConfigError
+	if errors.As(err, &cerr) {
+		return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+	}
+	return plan, prior, err
+}
+
+// jobsFileErr introduces the problems of a jobs file.
+func jobsFileErr(err error) error {
+	var derr *runner.DecodeError
+	var cerr *runner.ConfigError
+	if errors.As(err, &derr) || errors.As(err, &cerr) {
+		return fmt.Errorf("invalid jobs file:\n%w", err)
+	}
+	return err
+}
+
+// printRunSummary prints the table of a finished run for people.
+func printRunSummary(io *IO, plan *runner.Plan, r *report.Report) {
+	fmt.Fprintln(io.Out)
+	_ = report.Table(io.Out, r) // a failed write to stdout has nowhere else to go
+	fmt.Fprintf(io.Out, "\nrun %s: %s · report %s\n", r.RunID, r.Status, runner.RunReportPath(plan))
+	if n := pooled(plan); n > 0 {
+		fmt.Fprintf(io.Out, "%d clean worktree(s) kept in .pneuma/pool for the next run (pneuma clean removes them)\n", n)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", w.Message)
+	}
+}
+
+// runExit maps a run's status to the command's exit.
+func runExit(r *report.Report) error {
 	switch r.Status {
 	case report.RunSucceeded:
 		return nil
@@ -267,76 +271,6 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		return &SilentError{Code: ExitInterrupted}
 	}
 	return &SilentError{Code: ExitFailed}
-}
-
-// resumePlan reloads the journal of an earlier run and its plan.
-func resumePlan(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (*runner.Plan, *runner.Journal, error) {
-	dir, err := runDir(ctx, file, ws, po, runID)
-	if err != nil {
-		return nil, nil, err
-	}
-	j, err := runner.ReadJournal(dir)
-	if err != nil {
-		return nil, nil, &runner.ConfigError{Err: fmt.Errorf("--resume %s: %w", runID, err)}
-	}
-	// The plan is the journal's, not the file's as it is now; the CLI and
-	// the run-time settings are today's.
-	p := j.Plan
-	p.Binary = po.Binary
-	env := map[string]map[string]string{}
-	for _, spec := range file.Jobs {
-		env[spec.Name] = spec.Env
-	}
-	for _, job := range p.Jobs {
-		job.Env = env[job.Name]
-	}
-	if po.Concurrency > 0 {
-		p.Concurrency = po.Concurrency
-	}
-	return p, j, nil
-}
-
-// rerunPlan plans a new run of the jobs that did not succeed in an earlier one.
-func rerunPlan(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (*runner.Plan, error) {
-	dir, err := runDir(ctx, file, ws, po, runID)
-	if err != nil {
-		return nil, err
-	}
-	j, err := runner.ReadJournal(dir)
-	if err != nil {
-		return nil, &runner.ConfigError{Err: fmt.Errorf("--rerun-failed %s: %w", runID, err)}
-	}
-	var names []string
-	for _, s := range j.Jobs {
-		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
-			names = append(names, s.Name)
-		}
-	}
-	if len(names) == 0 {
-		return nil, &runner.ConfigError{Err: fmt.Errorf("--rerun-failed %s: every job of that run succeeded", runID)}
-	}
-	po.Only = names
-	return runner.BuildPlan(ctx, file, ws, po)
-}
-
-// runDir finds the run directory of runID for this jobs file.
-func runDir(ctx context.Context, file *runner.File, ws runner.Workspace, po runner.PlanOptions, runID string) (string, error) {
-	if strings.ContainsAny(runID, `/\`) || runID == "." || runID == ".." {
-		return "", &runner.ConfigError{Err: fmt.Errorf("invalid run id %q", runID)}
-	}
-	out := po.OutputDir
-	if out == "" {
-		abs, err := filepath.Abs(file.Path)
-		if err != nil {
-			return "", err
-		}
-		root, err := ws.Root(ctx, filepath.Dir(abs))
-		if err != nil {
-			return "", &runner.EnvError{Err: err}
-		}
-		out = filepath.Join(root, ".pneuma")
-	}
-	return filepath.Join(out, "runs", runID), nil
 }
 
 // resolveShard takes --shard, else what CI says.

@@ -98,6 +98,7 @@ func Merge(reports ...*Report) (*Report, error) {
 			out.Budget.SpentUSD += r.Budget.SpentUSD
 		}
 		ids = append(ids, r.RunID)
+		out.Warnings = append(out.Warnings, r.Warnings...)
 		out.Merged = append(out.Merged, MergedReport{
 			RunID:      r.RunID,
 			Shard:      cloneShard(r.Shard),

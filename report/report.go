@@ -58,6 +58,8 @@ type Report struct {
 	Budget *Budget `json:"budget,omitempty"`
 	Totals Totals  `json:"totals"`
 	Jobs   []Job   `json:"jobs"`
+	// Warnings are problems that failed no job but need attention.
+	Warnings []Warning `json:"warnings,omitempty"`
 	// Merged lists the reports Merge joined into this one, in input order;
 	// it is empty for the report of a single run.
 	Merged []MergedReport `json:"merged,omitempty"`
@@ -99,6 +101,20 @@ type Totals struct {
 	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
 	NumTurns                 int     `json:"num_turns"`
 	DurationMS               int64   `json:"duration_ms"`
+}
+
+// Warning codes.
+const (
+	// WarnWorktreeNotRemoved: a clean worktree could not be removed at the
+	// end of a run; `pneuma clean` removes it.
+	WarnWorktreeNotRemoved = "worktree_not_removed"
+)
+
+// Warning is a problem that failed no job but needs a person's attention.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
 }
 
 // Usage is token usage as the Claude Code CLI reports it in a result.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
-	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -80,7 +79,7 @@ func (b *bed) plan(repo, jobsYAML string) *runner.Plan {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	p, err := runner.BuildPlan(context.Background(), f, wire.NewWorkspace(), runner.PlanOptions{
+	p, err := runner.BuildPlan(context.Background(), f, runner.PlanOptions{
 		RunID: "e2e", Binary: b.bin, Stagger: -1, Getenv: envGetter(b.env.Environ()), IsRoot: os.Geteuid() == 0,
 	})
 	if err != nil {
@@ -103,8 +102,6 @@ func (b *bed) run(p *runner.Plan) *report.Report {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	rep, err := runner.Run(ctx, p, runner.Options{
-		Workspace:    wire.NewWorkspace(),
-		Estimator:    wire.NewTranscripts(),
 		Environ:      b.env.Environ(),
 		StopGrace:    500 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond,

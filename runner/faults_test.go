@@ -11,7 +11,6 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
-	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -242,7 +241,7 @@ func planFor(t *testing.T, repo, jobs, bin string) *runner.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := runner.BuildPlan(context.Background(), file, wire.NewWorkspace(), runner.PlanOptions{RunID: "faults", Binary: bin})
+	p, err := runner.BuildPlan(context.Background(), file, runner.PlanOptions{RunID: "faults", Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +253,6 @@ func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	rep, err := runner.Run(ctx, p, runner.Options{
-		Workspace:    wire.NewWorkspace(),
-		Estimator:    wire.NewTranscripts(),
 		StopGrace:    300 * time.Millisecond,
 		ResultGrace:  500 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond,

@@ -94,14 +94,19 @@ type Duration time.Duration
 // Std returns d as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
-// Pos is a position in a file.
+// Pos is a position in a file, or in a JSON request, where Path names the
+// field ("policy.allow[0]").
 type Pos struct {
 	File      string
 	Line, Col int
+	Path      string
 }
 
 func (p Pos) String() string {
-	if p.Line == 0 {
+	switch {
+	case p.Path != "":
+		return p.Path
+	case p.Line == 0:
 		return p.File
 	}
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
@@ -215,9 +220,14 @@ func Decode(path string, data []byte) (*File, error) {
 type decoder struct {
 	file     string
 	problems []Problem
+	// paths names the field of each node, for a request whose problems are
+	// reported by field path rather than by line (nil for jobs files).
+	paths map[*yaml.Node]string
 }
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+func (d *decoder) pos(n *yaml.Node) Pos {
+	return Pos{File: d.file, Line: n.Line, Col: n.Column, Path: d.paths[n]}
+}
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	d.problems = append(d.problems, Problem{Pos: d.pos(n), Msg: fmt.Sprintf(format, args...)})

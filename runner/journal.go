@@ -95,7 +95,7 @@ type JobState struct {
 }
 
 // JournalPath is where a run's journal lives.
-func JournalPath(runDir string) string { return filepath.Join(runDir, "run.json") }
+func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
 
 // ReadJournal reads run.json of a run directory.
 func ReadJournal(runDir string) (*Journal, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
-	"github.com/pneuma-cli/pneuma/internal/wire"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -32,13 +31,13 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := runner.BuildPlan(context.Background(), file, wire.NewWorkspace(), runner.PlanOptions{RunID: runID, Binary: bin})
+		p, err := runner.BuildPlan(context.Background(), file, runner.PlanOptions{RunID: runID, Binary: bin})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		rep, err := runner.Run(ctx, p, runner.Options{Workspace: wire.NewWorkspace(), Pool: pool, StopGrace: 300 * time.Millisecond})
+		rep, err := runner.Run(ctx, p, runner.Options{Pool: pool, StopGrace: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +49,7 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 		}
 		return p
 	}
-	spares := func() []string { return runner.Spares(repo) }
+	spares := func() []string { return runner.RepoLayout(repo).Spares() }
 	// worktrees returns `git worktree list --porcelain`, one entry a line.
 	worktrees := func() []string {
 		out := claudetest.Git(t, repo, "worktree", "list", "--porcelain")

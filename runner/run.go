@@ -13,8 +13,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/history"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/usage"
+	"github.com/pneuma-cli/pneuma/worktree"
 )
 
 // Event types sent to a Reporter.
@@ -60,7 +62,9 @@ type Reporter interface {
 
 // Options are the run-time settings of Run.
 type Options struct {
-	Workspace Workspace
+	// Git does the runner's git work (default worktree.New()); a plan and
+	// its run share one to share its caches.
+	Git *worktree.Manager
 	// Reporter receives progress events; nil for none.
 	Reporter Reporter
 	// Keep says which worktrees stay after their job (default on-failure).
@@ -81,42 +85,15 @@ type Options struct {
 	StderrLimit int
 	// Environ is the environment the CLI processes inherit (default os.Environ()).
 	Environ []string
-	// Estimator finds, prices and archives session transcripts; nil: none.
-	Estimator Estimator
+	// Prices price the transcripts of jobs that ended without a result
+	// (default: history's embedded table).
+	Prices *history.PriceTable
 	// Pool is how many clean worktrees per repository are kept after the
 	// run, in PoolDir, for later runs to reuse instead of checking out
 	// (and deleting) a whole tree again; negative means the plan's
 	// concurrency. The spares a run finds there are reused first, and those
 	// beyond Pool are removed at its end.
 	Pool int
-}
-
-// PoolDir is where the spare worktrees of repo wait for the next run.
-func PoolDir(repo string) string { return filepath.Join(repo, ".pneuma", "pool") }
-
-// Spares lists the spare worktrees in repo's pool.
-func Spares(repo string) []string {
-	entries, _ := os.ReadDir(PoolDir(repo))
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(PoolDir(repo), e.Name()))
-		}
-	}
-	return dirs
-}
-
-// Estimator prices a session transcript, for jobs that ended without a
-// result (killed, crashed). cmd wires history's reader.
-type Estimator interface {
-	// SessionFile finds the transcript of a session that ran in cwd.
-	SessionFile(configDir, cwd, sessionID string) (string, error)
-	// Estimate returns the deduplicated cost and usage of a transcript and its subagents.
-	Estimate(ctx context.Context, sessionFile string) (costUSD float64, usage report.Usage, err error)
-	// Archive copies a transcript and its subagent files into dir.
-	Archive(ctx context.Context, sessionFile, dir string) error
-	// ConfigDir is the CLI's config directory under an environment.
-	ConfigDir(getenv func(string) string) string
 }
 
 func (o *Options) defaults() {
@@ -141,6 +118,12 @@ func (o *Options) defaults() {
 	if o.Reporter == nil {
 		o.Reporter = nopReporter{}
 	}
+	if o.Git == nil {
+		o.Git = worktree.New()
+	}
+	if o.Prices == nil {
+		o.Prices = history.DefaultPrices()
+	}
 }
 
 type nopReporter struct{}
@@ -152,6 +135,8 @@ type run struct {
 	plan    *Plan
 	opts    Options
 	journal *Journal
+	git     *worktree.Manager
+	tx      transcripts
 
 	mu        sync.Mutex
 	spent     float64
@@ -159,6 +144,8 @@ type run struct {
 	// parked holds, per repository, clean worktrees of finished jobs that
 	// the next jobs reuse; what is left is removed at the end of the run.
 	parked map[string][]parkedTree
+	// warnings are the run's problems that failed no job.
+	warnings []report.Warning
 }
 
 // parkedTree is a finished job's clean worktree, waiting for the next job.
@@ -166,7 +153,7 @@ type parkedTree struct {
 	dir string
 	// watch, when not nil, vouched at the end of the job that the tree is
 	// still the checkout it was made as, and goes on watching it.
-	watch WorktreeWatch
+	watch *worktree.Watch
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not
@@ -197,36 +184,34 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	}
 	j.startWriter()
 	defer j.stopWriter()
-	r := &run{plan: p, opts: o, journal: j}
+	r := &run{plan: p, opts: o, journal: j, git: o.Git, tx: transcripts{prices: o.Prices}}
 	if r.opts.Pool < 0 {
 		r.opts.Pool = p.Concurrency
 	}
 	r.loadPool()
-	rep := &report.Report{
-		Schema:    report.Schema,
-		RunID:     p.RunID,
-		StartedAt: j.StartedAt,
-		Shard:     p.Shard,
-	}
-	if p.BudgetUSD > 0 {
-		rep.Budget = &report.Budget{CapUSD: p.BudgetUSD}
-	}
 	for _, s := range j.Jobs {
 		if s.State == StateFinished && s.Result != nil {
 			r.spent += s.Result.CostUSD
 		}
 	}
-	o.Reporter.Event(Event{Type: EventRunStarted, Time: time.Now(), RunID: p.RunID, Jobs: len(p.Jobs), SpentUSD: r.spent})
+	r.event(Event{Type: EventRunStarted, Jobs: len(p.Jobs)})
+	results := r.schedule(ctx)
+	r.settleParked(ctx)
+	return r.conclude(ctx, results)
+}
 
+// schedule runs the plan's jobs, at most Concurrency at once, and returns
+// their results in plan order. Jobs a resumed journal finished keep their
+// results; once ctx ends (or fail-fast fires) no new job starts.
+func (r *run) schedule(ctx context.Context) []report.Job {
 	// runCtx ends on a signal (ctx) or on fail-fast; jobs see the cause.
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-
-	results := make([]report.Job, len(p.Jobs))
+	results := make([]report.Job, len(r.plan.Jobs))
 	g := new(errgroup.Group)
-	g.SetLimit(p.Concurrency)
-	for i, job := range p.Jobs {
-		if st := j.state(job.Name); st != nil && st.State == StateFinished && st.Result != nil {
+	g.SetLimit(r.plan.Concurrency)
+	for i, job := range r.plan.Jobs {
+		if st := r.journal.state(job.Name); st != nil && st.State == StateFinished && st.Result != nil {
 			results[i] = *st.Result
 			continue
 		}
@@ -242,37 +227,38 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 				results[i] = r.runJob(runCtx, job)
 			}
 			r.finish(job, &results[i])
-			if o.FailFast && results[i].Status == report.StatusFailed {
+			if r.opts.FailFast && results[i].Status == report.StatusFailed {
 				cancelRun(errFailFast)
 			}
-			return nil
+			return nil // a failed job is a result, not an error of the group
 		})
 	}
-	_ = g.Wait()
-	r.settleParked(ctx)
+	_ = g.Wait() // every job returns nil
+	return results
+}
 
-	rep.Jobs = results
-	rep.FinishedAt = time.Now().UTC()
-	interrupted := ctx.Err() != nil
-	rep.Tally(interrupted)
-	if rep.Budget != nil {
-		r.mu.Lock()
-		rep.Budget.SpentUSD = r.spent
-		r.mu.Unlock()
+// conclude writes the run's report and final journal and tells the reporter.
+func (r *run) conclude(ctx context.Context, results []report.Job) (*report.Report, error) {
+	p := r.plan
+	rep := &report.Report{Schema: report.Schema, RunID: p.RunID, StartedAt: r.journal.StartedAt, Shard: p.Shard,
+		Jobs: results, Warnings: r.warnings, FinishedAt: time.Now().UTC()}
+	rep.Tally(ctx.Err() != nil)
+	if p.BudgetUSD > 0 {
+		rep.Budget = &report.Budget{CapUSD: p.BudgetUSD, SpentUSD: r.spentSoFar()}
 	}
 	if err := report.WriteJSON(RunReportPath(p), rep); err != nil {
 		return rep, &EnvError{fmt.Errorf("write report: %w", err)}
 	}
-	j.finish(rep)
-	if err := j.save(); err != nil {
+	r.journal.finish(rep)
+	if err := r.journal.save(); err != nil {
 		return rep, &EnvError{err}
 	}
-	o.Reporter.Event(Event{Type: EventRunFinished, Time: time.Now(), RunID: p.RunID, Report: rep, SpentUSD: rep.Totals.CostUSD})
+	r.opts.Reporter.Event(Event{Type: EventRunFinished, Time: time.Now(), RunID: p.RunID, Report: rep, SpentUSD: rep.Totals.CostUSD})
 	return rep, nil
 }
 
 // RunReportPath is where Run writes report.json.
-func RunReportPath(p *Plan) string { return p.RunDir + string(os.PathSeparator) + "report.json" }
+func RunReportPath(p *Plan) string { return RunDir(p.RunDir).Report() }
 
 var errFailFast = errors.New("another job failed and --fail-fast is set")
 
@@ -354,7 +340,7 @@ func (r *run) loadPool() {
 			continue
 		}
 		seen[job.Repo] = true
-		for _, dir := range Spares(job.Repo) {
+		for _, dir := range RepoLayout(job.Repo).Spares() {
 			r.park(job.Repo, parkedTree{dir: dir})
 		}
 	}
@@ -367,42 +353,53 @@ func (r *run) loadPool() {
 func (r *run) settleParked(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	ws := r.opts.Workspace
 	emptied := map[string]bool{}
 	for repo, trees := range r.parked {
-		pool := PoolDir(repo)
+		pool := RepoLayout(repo).Pool()
 		kept := 0
 		for _, t := range trees {
 			closeWatch(t.watch) // retiring or removing the tree is no change to watch for
-			if filepath.Dir(t.dir) != pool {
-				emptied[filepath.Dir(t.dir)] = true
+			if from := filepath.Dir(t.dir); from != pool {
+				emptied[from] = true
 			}
-			if kept < r.opts.Pool {
-				if filepath.Dir(t.dir) == pool {
-					kept++
-					continue
-				}
-				// <run id>-<job>: unique, and says where it came from.
-				to := filepath.Join(pool, filepath.Base(filepath.Dir(t.dir))+"-"+filepath.Base(t.dir))
-				if err := ws.RetireWorktree(ctx, repo, t.dir, to); err == nil {
-					kept++
-					continue
-				}
+			if kept < r.opts.Pool && r.spare(ctx, repo, t.dir, pool) {
+				kept++
+				continue
 			}
-			_ = ws.Remove(ctx, repo, t.dir)
+			r.removeTree(ctx, repo, t.dir)
 		}
 	}
 	for dir := range emptied {
-		_ = os.Remove(dir) // the run's worktree directory, once empty
+		_ = os.Remove(dir) // the run's worktree directory, if empty; one that is not holds kept work
 	}
 	r.parked = nil
 }
 
-// closeWatch closes w if there is one.
-func closeWatch(w WorktreeWatch) {
-	if w != nil {
-		_ = w.Close()
+// spare keeps a parked clean worktree in the pool, moving it there unless
+// it is there already. It reports whether the tree is now a spare.
+func (r *run) spare(ctx context.Context, repo, dir, pool string) bool {
+	if filepath.Dir(dir) == pool {
+		return true
 	}
+	// <run id>-<job>: unique, and says where it came from.
+	to := filepath.Join(pool, filepath.Base(filepath.Dir(dir))+"-"+filepath.Base(dir))
+	return r.git.Retire(ctx, repo, dir, to, true) == nil
+}
+
+// removeTree removes a clean worktree. When that fails the tree stays, and
+// the report says so with a warning that `pneuma clean` acts on.
+func (r *run) removeTree(ctx context.Context, repo, dir string) {
+	err := r.git.Remove(ctx, repo, dir)
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, report.Warning{
+		Code:    report.WarnWorktreeNotRemoved,
+		Message: fmt.Sprintf("could not remove the worktree %s (pneuma clean removes it): %v", dir, err),
+		Path:    dir,
+	})
 }
 
 // reserveStart spaces CLI starts by the plan's stagger and returns when this
@@ -486,6 +483,7 @@ func envLookup(env []string) func(string) string {
 	}
 }
 
+// joinErr joins two error messages.
 func joinErr(a, b string) string {
 	switch {
 	case a == "":
@@ -509,4 +507,14 @@ func claudeUsage(mu map[string]claude.ModelUsage, main claude.Usage) (report.Usa
 			CacheReadInputTokens: m.CacheReadInputTokens, CacheCreationInputTokens: m.CacheCreationInputTokens})
 	}
 	return u, out
+}
+
+// firstNonEmpty returns the first of vs that is not empty.
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

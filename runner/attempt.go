@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// ContinuePrompt is sent when a retry resumes the session of a failed attempt.
+const ContinuePrompt = "The previous attempt at this task was cut off by an error. Continue where you left off and finish the task."
+
+// attempt is the outcome of one CLI process of a job.
+type attempt struct {
+	verdict
+	result     *claude.Result
+	sessionID  string
+	model      string
+	exit       claude.ExitStatus
+	cost       float64
+	estimated  bool
+	usage      report.Usage
+	modelUsage map[string]report.ModelUsage
+	turns      int
+	denials    []report.PermissionDenial
+	rounds     []report.VerifyRound
+	duration   time.Duration
+	waited     time.Duration // for a start slot (stagger)
+	cli        time.Duration // from spawning the CLI to its exit and drained stdout
+}
+
+// attempt runs the CLI once in the job's workspace; resume continues an
+// earlier session.
+func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string) (a attempt) {
+	a.model = job.Options.Model
+	start := time.Now()
+	defer func() { a.duration = time.Since(start) }()
+
+	opts, prompts := job.Options, job.Prompts
+	if resume != "" {
+		opts.Resume, prompts = resume, []string{ContinuePrompt}
+	}
+	if !r.capBudget(&opts) {
+		a.status, a.reason = report.StatusSkipped, report.ReasonBudget
+		return a
+	}
+	env := childEnv(r.opts.Environ, job.Env)
+	// Before resuming, price what the transcript already holds, so that an
+	// estimate for this attempt counts only its own calls.
+	var before float64
+	if resume != "" {
+		before, _, _ = r.tx.estimate(ctx, env, job.Dir, resume) // no transcript: nothing before
+	}
+
+	waitStart := time.Now()
+	if !r.reserveStart(ctx) {
+		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
+		return a
+	}
+	a.waited = time.Since(waitStart)
+	cliStart := time.Now()
+	defer func() { a.cli = time.Since(cliStart) }()
+	p, err := startCLI(ctx, cliSpec{
+		binary: firstNonEmpty(job.Binary, r.plan.Binary), dir: job.Dir, env: env, opts: opts,
+		policy: job.Policy, audit: rec.audit, stream: rec.stream, stderr: rec.stderr, stopGrace: r.opts.StopGrace,
+	})
+	if err != nil {
+		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, err.Error()
+		return a
+	}
+	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit}
+	stopped := d.loop(ctx)
+	a.exit, err = p.Wait()
+	a.settle(&d, stopped, err, rec.stderr)
+	r.priceFromTranscript(ctx, &a, &d, env, job.Dir, before)
+	return a
+}
+
+// capBudget lowers the CLI's --max-budget-usd to what is left under the
+// run's cap. It returns false when nothing is left.
+func (r *run) capBudget(opts *claude.Options) bool {
+	left, capped := r.budgetCap()
+	if !capped || (opts.MaxBudgetUSD != 0 && opts.MaxBudgetUSD <= left) {
+		return true
+	}
+	// Down to a hundredth of a cent, so float noise never lifts the cap.
+	opts.MaxBudgetUSD = math.Floor(left*1e4+1e-6) / 1e4
+	return opts.MaxBudgetUSD > 0
+}
+
+// settle fills the attempt from what its driver saw: verdict, session,
+// turns, cost and usage as the CLI reported them.
+func (a *attempt) settle(d *driver, stopped string, waitErr error, stderr *tailFile) {
+	a.sessionID, a.turns, a.result, a.rounds = d.sessionID, d.turns, d.last, d.rounds
+	a.model = firstNonEmpty(d.model, a.model)
+	a.verdict = classify(d.outcome(a.exit, stopped))
+	for _, pd := range denials(d.last) {
+		d.audit.denial(pd.ToolUseID)
+		a.denials = append(a.denials, pd)
+	}
+	if waitErr != nil {
+		a.err = joinErr(a.err, waitErr.Error())
+	}
+	if a.status != report.StatusSucceeded && d.last == nil {
+		a.err = withStderr(a.err, stderr)
+	}
+	a.cost = d.maxCost
+	a.usage, a.modelUsage = d.usage()
+}
+
+// priceFromTranscript estimates the cost of an attempt whose CLI reported
+// none (killed, crashed, interrupted) from its transcript, less what the
+// transcript held before the attempt.
+func (r *run) priceFromTranscript(ctx context.Context, a *attempt, d *driver, env []string, dir string, before float64) {
+	if (d.last != nil && d.last.TotalCostUSD != 0) || d.sessionID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	cost, usage, err := r.tx.estimate(ctx, env, dir, d.sessionID)
+	if err != nil || cost-before <= a.cost {
+		return // no transcript to go by: the CLI's figure stands
+	}
+	a.cost, a.estimated = cost-before, true
+	if d.costUsage == nil {
+		a.usage = usage
+	}
+}
+
+// budgetCap returns what is left under the run's cap and whether there is one.
+func (r *run) budgetCap() (float64, bool) {
+	if r.plan.BudgetUSD <= 0 {
+		return 0, false
+	}
+	left, _ := r.budgetLeft()
+	return left, true
+}
+
+// withStderr adds the end of the CLI's stderr to an error message.
+func withStderr(msg string, stderr *tailFile) string {
+	if tail := strings.TrimSpace(stderr.Tail(600)); tail != "" {
+		return joinErr(msg, "stderr: "+tail)
+	}
+	return msg
+}
+
+// errPolicy wraps a job policy that does not compile.
+func errPolicy(err error) error { return fmt.Errorf("policy: %w", err) }

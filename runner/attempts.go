@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// Stage 2 of a job: run the CLI, and again while a failure is retryable and
+// retries, money and time are left. A retry resumes the session of the
+// failed attempt, so the agent continues instead of starting over.
+
+// attempts runs the job's attempts, accounts for each in res and the
+// journal, and returns the CLI session id they used.
+func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobState, res *report.Job) string {
+	sessionID, number := "", 0
+	if prior != nil {
+		sessionID, number = prior.SessionID, len(prior.Attempts)
+		res.Attempts = append(res.Attempts, prior.Attempts...)
+		res.CostUSD = prior.SpentUSD
+	}
+	var last attempt
+	for {
+		number++
+		if _, ok := r.budgetLeft(); !ok && number > 1 {
+			last.reason = report.ReasonBudget
+			break
+		}
+		last = r.attempt(ctx, job, rec, sessionID)
+		sessionID = firstNonEmpty(last.sessionID, sessionID)
+		r.account(job, res, number, sessionID, last)
+		if !r.retryAfter(ctx, job, number, last) {
+			break
+		}
+	}
+	res.Status, res.Reason, res.Error = last.status, last.reason, last.err
+	if last.status == "" { // budget ran out before a retry could start
+		res.Status, res.Reason = report.StatusFailed, report.ReasonBudget
+	}
+	res.SessionID = sessionID
+	res.Model = firstNonEmpty(last.model, res.Model)
+	res.ExitCode = last.exit.Code
+	if last.result != nil {
+		res.Result = last.result.Result
+	}
+	return sessionID
+}
+
+// account adds attempt number a to the job's result, the run's spend and
+// the journal.
+func (r *run) account(job *Job, res *report.Job, number int, sessionID string, a attempt) {
+	r.addSpent(a.cost)
+	res.CostUSD += a.cost
+	res.CostEstimated = res.CostEstimated || a.estimated
+	res.Usage.Add(a.usage)
+	res.ModelUsage = mergeModelUsage(res.ModelUsage, a.modelUsage)
+	res.NumTurns += a.turns
+	res.PermissionDenials = append(res.PermissionDenials, a.denials...)
+	res.Verify = append(res.Verify, a.rounds...)
+	res.Timings.WaitMS += a.waited.Milliseconds()
+	res.Timings.CLIMS += a.cli.Milliseconds()
+	res.Attempts = append(res.Attempts, report.Attempt{
+		Number: number, Status: a.status, Reason: a.reason, SessionID: a.sessionID,
+		CostUSD: a.cost, CostEstimated: a.estimated, DurationMS: a.duration.Milliseconds(),
+		ExitCode: a.exit.Code, Error: a.err,
+	})
+	r.journal.update(job.Name, func(s *JobState) {
+		s.Attempt = number
+		s.SessionID = sessionID
+		s.SpentUSD = res.CostUSD
+		s.Attempts = slices.Clone(res.Attempts) // the job goes on writing res.Attempts
+	})
+	r.journal.touch()
+}
+
+// retryAfter decides whether attempt number a is followed by another, and
+// waits out the backoff if so. It returns false when the job is done.
+func (r *run) retryAfter(ctx context.Context, job *Job, number int, a attempt) bool {
+	var apiStatus *int
+	if a.result != nil {
+		apiStatus = a.result.APIErrorStatus
+	}
+	if a.status == report.StatusSucceeded || !retryable(a.reason, apiStatus) || number > job.Retries || ctx.Err() != nil {
+		return false
+	}
+	if _, ok := r.budgetLeft(); !ok {
+		return false
+	}
+	delay := backoff(r.opts.RetryBackoff, number, randomJitter)
+	r.event(Event{Type: EventJobRetry, Job: job.Name, Attempt: number + 1, Reason: a.reason, DelayMS: delay.Milliseconds()})
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// mergeModelUsage adds one attempt's per-model usage to a job's.
+func mergeModelUsage(dst, src map[string]report.ModelUsage) map[string]report.ModelUsage {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]report.ModelUsage{}
+	}
+	for k, v := range src {
+		m := dst[k]
+		m.InputTokens += v.InputTokens
+		m.OutputTokens += v.OutputTokens
+		m.CacheReadInputTokens += v.CacheReadInputTokens
+		m.CacheCreationInputTokens += v.CacheCreationInputTokens
+		m.CostUSD += v.CostUSD
+		dst[k] = m
+	}
+	return dst
+}

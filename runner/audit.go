@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/policy"
+)
+
+// auditEntry is one line of audit.jsonl: one tool call of the main thread or
+// of a subagent, with who decided and how it went.
+type auditEntry struct {
+	Time      time.Time `json:"time"`
+	Tool      string    `json:"tool"`
+	ToolUseID string    `json:"tool_use_id"`
+	// Agent is the Agent tool call a subagent's call belongs to; empty for
+	// the main thread.
+	Agent    string `json:"agent,omitempty"`
+	Input    string `json:"input"`
+	Decision string `json:"decision"`
+	Rule     string `json:"rule,omitempty"`
+	// Via says where pneuma decided: the PreToolUse hook or a can_use_tool request.
+	Via string `json:"via,omitempty"`
+	// Edited is true when pneuma allowed the call with an edited input
+	// (policy bash_timeout).
+	Edited bool `json:"edited,omitempty"`
+	// OK is true when the tool ran and returned no error; nil when no result came.
+	OK    *bool  `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// decision is who decided a tool call and how.
+type decision struct {
+	decision, rule, via string
+	edited              bool // allowed with an edited input
+}
+
+// audit collects a job's tool calls and pneuma's decisions on them and
+// writes audit.jsonl. It is called from the event loop and from the
+// process's control handler at once.
+type audit struct {
+	mu       sync.Mutex
+	f        *os.File
+	pending  map[string]*auditEntry
+	order    []string
+	verdicts map[string]decision
+	calls    int
+	denied   map[string]bool
+	writeErr error
+	closed   bool
+}
+
+func newAudit(path string) (*audit, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	return &audit{f: f, pending: map[string]*auditEntry{}, verdicts: map[string]decision{}, denied: map[string]bool{}}, nil
+}
+
+// decided records pneuma's verdict on a call before the tool runs.
+func (a *audit) decided(toolUseID string, v decision) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.verdicts[toolUseID] = v
+	if v.decision == decisionDeny {
+		a.denied[toolUseID] = true
+	}
+	if e, ok := a.pending[toolUseID]; ok {
+		e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
+	}
+}
+
+// event takes the tool_use and tool_result blocks of a stream event.
+func (a *audit) event(ev claude.Event) {
+	if ev.Message == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range ev.Message.Content {
+		switch b.Type {
+		case "tool_use":
+			if _, seen := a.pending[b.ID]; seen || b.ID == "" {
+				continue
+			}
+			a.calls++
+			e := &auditEntry{
+				Time: time.Now().UTC(), Tool: b.Name, ToolUseID: b.ID, Agent: ev.ParentToolUseID,
+				Input: policy.Summarize(b.Name, b.Input, auditInputMax), Decision: decisionCLI,
+			}
+			if v, ok := a.verdicts[b.ID]; ok {
+				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
+			}
+			a.pending[b.ID] = e
+			a.order = append(a.order, b.ID)
+		case "tool_result":
+			e, ok := a.pending[b.ToolUseID]
+			if !ok {
+				continue
+			}
+			if v, ok := a.verdicts[b.ToolUseID]; ok {
+				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
+			}
+			okv := !b.IsError
+			e.OK = &okv
+			if b.IsError {
+				e.Error = redact.String(firstLine(blockText(b.Content), 300))
+			}
+			a.write(e)
+			delete(a.pending, b.ToolUseID)
+		}
+	}
+}
+
+// denial marks a call the CLI's permission system refused (result
+// permission_denials), so that it is counted once.
+func (a *audit) denial(toolUseID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.denied[toolUseID] = true
+}
+
+// counts returns the tool calls seen and how many were refused.
+func (a *audit) counts() (calls, denials int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls, len(a.denied)
+}
+
+// flush writes the calls that never got a result.
+func (a *audit) flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range a.order {
+		if e, ok := a.pending[id]; ok {
+			a.write(e)
+			delete(a.pending, id)
+		}
+	}
+	a.order = a.order[:0]
+}
+
+func (a *audit) close() error {
+	a.flush()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return a.writeErr
+	}
+	a.closed = true
+	if err := a.f.Close(); a.writeErr == nil {
+		a.writeErr = err
+	}
+	return a.writeErr
+}
+
+// write appends one entry; the caller holds mu.
+func (a *audit) write(e *auditEntry) {
+	if a.closed {
+		return
+	}
+	data, err := json.Marshal(e)
+	if err == nil {
+		_, err = a.f.Write(append(data, '\n'))
+	}
+	if err != nil && a.writeErr == nil {
+		a.writeErr = fmt.Errorf("write audit log: %w", err)
+	}
+}
+
+// blockText returns the text of a tool_result's content (a string or blocks).
+func blockText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) == nil {
+		var out string
+		for _, b := range blocks {
+			out += b.Text
+		}
+		return out
+	}
+	return string(raw)
+}
+
+func firstLine(s string, n int) string {
+	for i, r := range s {
+		if r == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

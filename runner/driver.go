@@ -1,0 +1,286 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// driver runs one attempt's CLI process: it sends the job's prompts one turn
+// after another, runs the verification stage between turns, and decides when
+// to stop the process.
+type driver struct {
+	r       *run
+	job     *Job
+	p       *claude.Process
+	prompts []string
+	audit   *audit
+	env     []string // the CLI's environment, for the verify command
+
+	tally
+	sent     int  // prompts sent
+	final    bool // the result that ends the session has arrived (it is tally.last)
+	rounds   []report.VerifyRound
+	costMark float64 // cumulative cost at the last verification
+}
+
+// loop sends the first prompt, reads events until stdout ends, and stops the
+// process on a timeout, an idle stream, a lingering exit or ctx's end. It
+// returns why pneuma stopped the process ("" when the CLI ended by itself).
+func (d *driver) loop(ctx context.Context) string {
+	if err := d.p.SendUser(d.prompts[0]); err == nil {
+		d.sent = 1 // else the process died already; its stdout says why
+	}
+	st := &stopper{p: d.p, grace: d.r.opts.StopGrace}
+	defer st.wait()
+	t := newJobTimers(d.job.Timeout, d.job.IdleTimeout)
+	defer t.stop()
+	v := newVerifier(ctx, d.job.Verify, d.job.Dir, d.env)
+	defer v.close()
+
+	events, done, kill := d.p.Events(), ctx.Done(), d.r.opts.Kill
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return st.reason
+			}
+			if !v.running() {
+				t.resetIdle()
+			}
+			if act := d.handle(ev); !st.started() {
+				d.act(act, t, v)
+			}
+		case vr := <-v.c:
+			v.c = nil
+			t.resetIdle()
+			if d.verified(vr) == actFinal && !st.started() {
+				d.act(actFinal, t, v)
+			}
+		case <-timerC(t.timeout):
+			st.stop(ctx, report.ReasonTimeout)
+		case <-timerC(t.idle):
+			st.stop(ctx, report.ReasonIdleTimeout)
+		case <-timerC(t.linger):
+			st.stop(ctx, "linger") // hung after its result: stop it, keep the result
+		case <-done:
+			done = nil
+			st.stop(ctx, stopReason(ctx))
+		case <-kill:
+			kill = nil
+			_ = d.p.Kill() // the group is gone either way; Wait reports how it ended
+		}
+	}
+}
+
+// act carries out what handle or verified decided.
+func (d *driver) act(a action, t *jobTimers, v *verifier) {
+	switch a {
+	case actFinal:
+		// The last result is in: end the session gracefully. A CLI whose
+		// stdin is gone anyway reports that through its exit.
+		_ = d.p.CloseInput()
+		t.startLinger(d.r.opts.ResultGrace)
+	case actVerify:
+		// The CLI waits quietly while the command runs: no idle timeout.
+		t.stopIdle()
+		v.start(len(d.rounds) + 1)
+	}
+}
+
+// What the loop does after an event.
+type action int
+
+const (
+	actNone   action = iota
+	actFinal         // the session's last result is in: close stdin
+	actVerify        // the agent's turn is done: run the verify command
+)
+
+// handle updates the driver with one event and says what the loop must do.
+func (d *driver) handle(ev claude.Event) action {
+	if ev.Type == claude.TypeResult && d.final {
+		// After the final result, a stop may make the CLI write another
+		// (interrupted) one: the job's outcome is the first.
+		return actNone
+	}
+	isResult, newSession := d.add(ev)
+	switch {
+	case newSession:
+		// Record it now: if pneuma is killed, --resume continues it.
+		d.r.journal.update(d.job.Name, func(s *JobState) { s.SessionID = d.sessionID })
+		d.r.journal.touch()
+	case ev.Retry != nil:
+		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt,
+			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
+	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
+		d.audit.event(ev)
+	case isResult:
+		return d.afterResult(ev.Result)
+	}
+	return actNone
+}
+
+// afterResult decides what follows a turn's result: the next prompt, the
+// verification stage, or the end of the session.
+func (d *driver) afterResult(res *claude.Result) action {
+	if !res.IsError && d.results < len(d.prompts) && d.sent < len(d.prompts) {
+		if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
+			d.sent++
+			return actNone
+		}
+	}
+	if !res.IsError && d.job.Verify != nil && d.sent >= len(d.prompts) {
+		return actVerify
+	}
+	d.final = true
+	return actFinal
+}
+
+// verified records a verification round and says what comes next: another
+// turn for the agent (the follow-up was sent) or the end of the session.
+func (d *driver) verified(vr report.VerifyRound) action {
+	vr.CostUSD = max(d.maxCost-d.costMark, 0)
+	d.costMark = d.maxCost
+	d.rounds = append(d.rounds, vr)
+	if vr.Passed || len(d.rounds) >= d.job.Verify.attempts() {
+		d.final = true
+		return actFinal
+	}
+	if err := d.p.SendUser(verifyFollowUp(vr)); err != nil {
+		d.final = true
+		return actFinal
+	}
+	return actNone
+}
+
+// outcome is what the attempt left for classify.
+func (d *driver) outcome(exit claude.ExitStatus, stopped string) outcome {
+	return outcome{
+		last: d.last, results: d.results, prompts: len(d.prompts), final: d.final,
+		invalid: d.invalid, exit: exit, stopped: stopped,
+		verify: d.job.Verify, rounds: d.rounds, timeout: d.job.Timeout, idleTimeout: d.job.IdleTimeout,
+	}
+}
+
+// stopper runs the stop ladder of a process once, in the background, so
+// that the loop goes on draining its events meanwhile.
+type stopper struct {
+	p      *claude.Process
+	grace  time.Duration
+	reason string // why the stop began; "" while none has
+	done   chan struct{}
+}
+
+// stop begins the stop ladder for reason, unless a stop has begun already.
+func (s *stopper) stop(ctx context.Context, reason string) {
+	if s.done != nil {
+		return
+	}
+	s.reason, s.done = reason, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*s.grace+5*time.Second)
+		defer cancel()
+		_ = s.p.Stop(sctx, s.grace) // a failed step ends in SIGKILL; Wait reports how it ended
+	}()
+}
+
+func (s *stopper) started() bool { return s.done != nil }
+
+// wait returns once a begun stop has finished.
+func (s *stopper) wait() {
+	if s.done != nil {
+		<-s.done
+	}
+}
+
+// jobTimers are an attempt's clocks: its timeout, its idle timeout, and the
+// grace a CLI gets to exit after its last result.
+type jobTimers struct {
+	timeout, idle, linger *time.Timer
+	idleAfter             time.Duration
+}
+
+func newJobTimers(timeout, idle time.Duration) *jobTimers {
+	return &jobTimers{timeout: timerOrNil(timeout), idle: timerOrNil(idle), idleAfter: idle}
+}
+
+func (t *jobTimers) resetIdle() {
+	if t.idle != nil {
+		t.idle.Reset(t.idleAfter)
+	}
+}
+
+func (t *jobTimers) stopIdle() {
+	if t.idle != nil {
+		t.idle.Stop()
+	}
+}
+
+func (t *jobTimers) startLinger(d time.Duration) {
+	if t.linger == nil {
+		t.linger = time.NewTimer(d)
+	}
+}
+
+func (t *jobTimers) stop() {
+	for _, tm := range []*time.Timer{t.timeout, t.idle, t.linger} {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
+}
+
+// verifier runs the verification command of a job in the background, one
+// round at a time; its result arrives on c.
+type verifier struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	spec   *VerifySpec
+	dir    string
+	env    []string
+	c      chan report.VerifyRound // nil while no round runs
+	wg     sync.WaitGroup
+}
+
+func newVerifier(ctx context.Context, spec *VerifySpec, dir string, env []string) *verifier {
+	ctx, cancel := context.WithCancel(ctx)
+	return &verifier{ctx: ctx, cancel: cancel, spec: spec, dir: dir, env: env}
+}
+
+func (v *verifier) running() bool { return v.c != nil }
+
+// start runs round n.
+func (v *verifier) start(n int) {
+	c := make(chan report.VerifyRound, 1)
+	v.c = c
+	v.wg.Add(1)
+	go func() {
+		defer v.wg.Done()
+		c <- runVerify(v.ctx, v.spec, v.dir, v.env, n)
+	}()
+}
+
+// close cancels a running round and waits for it.
+func (v *verifier) close() {
+	v.cancel()
+	v.wg.Wait()
+}
+
+func timerOrNil(d time.Duration) *time.Timer {
+	if d <= 0 {
+		return nil
+	}
+	return time.NewTimer(d)
+}
+
+func timerC(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pneuma-cli/pneuma/worktree"
+)
+
+// Stage 1 of a job: prepare its workspace (the worktree and branch) and its
+// records (stream.jsonl, stderr.log, audit.jsonl).
+
+// workspace is a job's prepared worktree.
+type workspace struct {
+	// created says the worktree exists; fresh, that it was made now as a
+	// clean checkout of the job's base.
+	created, fresh bool
+	// watch, when not nil, watches the worktree for changes since it was a
+	// clean checkout (carried over from the job whose worktree was reused,
+	// or started now), so that a job that changed nothing scans nothing.
+	watch *worktree.Watch
+}
+
+// prepareWorkspace creates the job's worktree, or reuses it when a resumed
+// run already made it, or takes over a finished job's clean one.
+func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (workspace, error) {
+	if !job.UseWorktree {
+		return workspace{}, nil
+	}
+	if prior != nil && prior.WorktreeCreated {
+		if _, err := os.Stat(job.Dir); err == nil {
+			return workspace{created: true}, nil
+		}
+	}
+	if err := makeWorktreeRoom(r.git, job); err != nil {
+		return workspace{}, err
+	}
+	if ws, ok := r.reuseParked(ctx, job); ok {
+		return ws, nil
+	}
+	if err := r.git.Create(ctx, worktree.CreateOptions{Repo: job.Repo, Path: job.Dir, Branch: job.Branch, Base: job.BaseCommit}); err != nil {
+		return workspace{}, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
+	}
+	return workspace{created: true, fresh: true, watch: r.git.Watch(job.Dir)}, nil
+}
+
+// makeWorktreeRoom keeps .pneuma out of git's sight and makes the directory
+// that will hold the worktree.
+func makeWorktreeRoom(git *worktree.Manager, job *Job) error {
+	if err := git.Exclude(job.Repo, ExcludePattern); err != nil {
+		return fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
+		return fmt.Errorf("create worktree directory: %w", err)
+	}
+	return nil
+}
+
+// reuseParked moves a finished job's parked worktree of the same repository
+// to job, as a fresh checkout of its base on its branch. A tree that cannot
+// be reused is removed when clean (and kept, with a warning, otherwise).
+func (r *run) reuseParked(ctx context.Context, job *Job) (workspace, bool) {
+	from, ok := r.unpark(job.Repo)
+	if !ok {
+		return workspace{}, false
+	}
+	// Asked again now: the watch saw whatever happened while it waited.
+	untouched := from.watch.Untouched()
+	err := r.git.Reuse(ctx, worktree.ReuseOptions{Repo: job.Repo, From: from.dir, Path: job.Dir,
+		Branch: job.Branch, Base: job.BaseCommit, Untouched: untouched})
+	if err == nil {
+		if untouched && from.watch.Rearm(job.Dir) {
+			return workspace{created: true, fresh: true, watch: from.watch}, true
+		}
+		closeWatch(from.watch)
+		return workspace{created: true, fresh: true, watch: r.git.Watch(job.Dir)}, true
+	}
+	closeWatch(from.watch)
+	// Could not reuse it (dirty since, moved away...): remove it if it is
+	// clean (Remove refuses otherwise) and create afresh.
+	r.removeTree(context.WithoutCancel(ctx), job.Repo, from.dir)
+	return workspace{}, false
+}
+
+// records are the files a job or session writes as it runs.
+type records struct {
+	dir    JobDir
+	stream *os.File
+	stderr *tailFile
+	audit  *audit
+}
+
+// openRecords creates the job's directory and opens its records.
+func openRecords(dir JobDir, stderrLimit int) (*records, error) {
+	if err := os.MkdirAll(string(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("create job directory: %w", err)
+	}
+	rec := &records{dir: dir}
+	var err error
+	if rec.stream, err = os.OpenFile(dir.Stream(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, fmt.Errorf("open stream file: %w", err)
+	}
+	if rec.stderr, err = newTailFile(dir.Stderr(), stderrLimit); err != nil {
+		rec.close()
+		return nil, err
+	}
+	if rec.audit, err = newAudit(dir.Audit()); err != nil {
+		rec.close()
+		return nil, err
+	}
+	return rec, nil
+}
+
+// close closes the records; its error says which record may be incomplete.
+// It is safe to call more than once.
+func (rec *records) close() error {
+	var errs []error
+	if rec.audit != nil {
+		errs = append(errs, rec.audit.close())
+	}
+	if rec.stderr != nil {
+		if err := rec.stderr.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close stderr log: %w", err))
+		}
+	}
+	if rec.stream != nil {
+		if err := rec.stream.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close stream file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeWatch closes w, if any. A watch that fails to close leaks nothing
+// pneuma can act on (its inotify descriptor is closed either way).
+func closeWatch(w *worktree.Watch) { _ = w.Close() }

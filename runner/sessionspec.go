@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// SessionSpec is what a client sets when it opens a server session: the job
+// fields of the jobs file except name, prompts and verify, plus the
+// session's own.
+type SessionSpec struct {
+	// Job holds the job fields (its Name is the session's label).
+	Job JobSpec `json:"job"`
+	// Resume is a CLI session id to continue.
+	Resume string `json:"resume,omitempty"`
+	// PermissionPrompt "client" sends the permission prompts that the policy
+	// and the permission mode leave open to the session's clients.
+	PermissionPrompt string `json:"permission_prompt,omitempty"`
+	// PermissionTimeout is how long a client has to answer (default 5m);
+	// then the call is denied with a message the model reads.
+	PermissionTimeout Duration `json:"permission_timeout,omitempty"`
+}
+
+// DefaultPermissionTimeout is how long a permission request waits for a client.
+const DefaultPermissionTimeout = 5 * time.Minute
+
+// PermissionPromptClient is the permission_prompt that asks a client.
+const PermissionPromptClient = "client"
+
+// sessionJobFields are the job fields a session may set.
+var sessionJobFields = []string{
+	"name", "repo", "base", "worktree", "model", "permission_mode", "policy", "allowed_tools",
+	"disallowed_tools", "tools", "max_turns", "max_budget_usd", "system_prompt", "append_system_prompt",
+	"mcp_config", "settings", "add_dirs", "env", "timeout", "idle_timeout",
+}
+
+// sessionFields are every field of a session request.
+var sessionFields = append(append([]string(nil), sessionJobFields...), "resume", "permission_prompt", "permission_timeout")
+
+// DecodeSessionSpec decodes a session request (a JSON object) strictly, like
+// the jobs file: unknown fields, wrong types and invalid values are all
+// reported at once in a *DecodeError whose problems name their field path.
+func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
+	d := &decoder{file: "request", paths: map[*yaml.Node]string{}}
+	var root yaml.Node
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &DecodeError{Problems: []Problem{{Pos: Pos{Path: "(body)"}, Msg: "the request body is empty; send a JSON object"}}}
+	}
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
+		return nil, &DecodeError{Problems: []Problem{{Pos: Pos{Path: "(body)"}, Msg: "the request body is not valid JSON"}}}
+	}
+	doc := root.Content[0]
+	notePaths(d.paths, doc, "")
+	if doc.Kind != yaml.MappingNode {
+		d.errorf(doc, "a session request must be a JSON object, not %s", kindName(doc))
+		return nil, d.err()
+	}
+	spec := &SessionSpec{Job: d.sessionJob(doc)}
+	d.sessionOwn(doc, spec)
+	d.validateJob(&spec.Job, false)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// sessionJob decodes the job fields of a session request and reports the
+// fields a session does not take.
+func (d *decoder) sessionJob(doc *yaml.Node) JobSpec {
+	job := &yaml.Node{Kind: yaml.MappingNode, Line: doc.Line, Column: doc.Column}
+	allowed := map[string]bool{}
+	for _, k := range sessionJobFields {
+		allowed[k] = true
+	}
+	own := map[string]bool{"resume": true, "permission_prompt": true, "permission_timeout": true}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k := doc.Content[i]
+		switch {
+		case allowed[k.Value]:
+			job.Content = append(job.Content, k, doc.Content[i+1])
+		case own[k.Value]:
+		case k.Value == "prompt" || k.Value == "prompts" || k.Value == "prompt_file":
+			d.errorf(k, "a session takes no %s: send messages to it", k.Value)
+		case k.Value == "verify" || k.Value == "retries" || k.Value == "commit" || k.Value == "extra_args":
+			d.errorf(k, "%s is a field of jobs files, not of sessions", k.Value)
+		default:
+			d.errorf(k, "unknown field %q%s", k.Value, suggest(k.Value, sessionFields))
+		}
+	}
+	return d.job(job, false)
+}
+
+// sessionOwn decodes the fields only sessions have.
+func (d *decoder) sessionOwn(doc *yaml.Node, spec *SessionSpec) {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		switch k.Value {
+		case "resume":
+			d.scalar(v, &spec.Resume)
+		case "permission_prompt":
+			if d.scalar(v, &spec.PermissionPrompt) && spec.PermissionPrompt != "" && spec.PermissionPrompt != PermissionPromptClient {
+				d.errorf(v, "permission_prompt must be %q or empty, not %q", PermissionPromptClient, spec.PermissionPrompt)
+			}
+		case "permission_timeout":
+			if d.scalar(v, &spec.PermissionTimeout) && spec.PermissionTimeout < 0 {
+				d.errorf(v, "permission_timeout must not be negative")
+			}
+		}
+	}
+}
+
+// notePaths records the field path of every node under n (keys included).
+func notePaths(paths map[*yaml.Node]string, n *yaml.Node, path string) {
+	paths[n] = path
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			child := n.Content[i].Value
+			if path != "" {
+				child = path + "." + child
+			}
+			paths[n.Content[i]] = child
+			notePaths(paths, n.Content[i+1], child)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			notePaths(paths, c, path+"["+strconv.Itoa(i)+"]")
+		}
+	}
+}
+
+// PermissionWait is how long a permission request of the session waits.
+func (s *SessionSpec) PermissionWait() time.Duration {
+	if s.PermissionTimeout > 0 {
+		return s.PermissionTimeout.Std()
+	}
+	return DefaultPermissionTimeout
+}
+
+// String names the spec for errors.
+func (s *SessionSpec) String() string { return fmt.Sprintf("session %q in %s", s.Job.Name, s.Job.Repo) }

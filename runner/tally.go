@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// tally keeps what a CLI process's events say about its accounting: the
+// session id, the model, results, turns and cost. A job's attempt and a
+// server session's turns read events the same way through it.
+type tally struct {
+	sessionID string
+	model     string
+	results   int
+	turns     int
+	last      *claude.Result // the latest result
+	costUsage *claude.Result // the result that carried the largest cost
+	maxCost   float64
+	invalid   int
+	oversized int
+}
+
+// add takes one event. It reports whether the event was a result (and
+// newSession whether it named a session id not seen before).
+func (t *tally) add(ev claude.Event) (result, newSession bool) {
+	switch ev.Type {
+	case claude.TypeInvalid:
+		t.invalid++
+	case claude.TypeOversized:
+		t.oversized++
+	case claude.TypeSystem:
+		if ev.Init != nil {
+			if ev.Init.SessionID != "" && ev.Init.SessionID != t.sessionID {
+				t.sessionID, newSession = ev.Init.SessionID, true
+			}
+			t.model = firstNonEmpty(ev.Init.Model, t.model)
+		}
+	case claude.TypeResult:
+		if ev.Result == nil {
+			return false, false
+		}
+		t.results++
+		t.last = ev.Result
+		t.sessionID = firstNonEmpty(ev.Result.SessionID, t.sessionID)
+		t.turns += ev.Result.NumTurns
+		// total_cost_usd is cumulative per process in stream-json input
+		// mode, and 0 after an interrupted turn: keep the largest, never sum.
+		if ev.Result.TotalCostUSD >= t.maxCost {
+			t.maxCost = ev.Result.TotalCostUSD
+			t.costUsage = ev.Result
+		}
+		return true, false
+	}
+	return false, newSession
+}
+
+// usage is the process's token usage by model and in total, from the result
+// that carried the largest cost.
+func (t *tally) usage() (report.Usage, map[string]report.ModelUsage) {
+	if t.costUsage == nil {
+		return report.Usage{}, nil
+	}
+	return claudeUsage(t.costUsage.ModelUsage, t.costUsage.Usage)
+}
+
+// denials lists the calls the CLI's permission system refused in a result.
+func denials(res *claude.Result) []report.PermissionDenial {
+	if res == nil {
+		return nil
+	}
+	out := make([]report.PermissionDenial, 0, len(res.PermissionDenials))
+	for _, pd := range res.PermissionDenials {
+		out = append(out, report.PermissionDenial{ToolName: pd.ToolName, ToolUseID: pd.ToolUseID, ToolInput: pd.ToolInput})
+	}
+	return out
+}
