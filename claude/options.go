@@ -37,6 +37,10 @@ type Options struct {
 	// can_use_tool control requests (--permission-prompt-tool stdio).
 	PermissionPromptStdio bool
 
+	// PartialMessages streams partial deltas as stream_event lines
+	// (--include-partial-messages), for clients that show text as it comes.
+	PartialMessages bool
+
 	// ExtraArgs are appended last, verbatim.
 	ExtraArgs []string
 }
@@ -88,6 +92,9 @@ func (o Options) Args() []string {
 	str("--resume", o.Resume)
 	if o.ForkSession {
 		args = append(args, "--fork-session")
+	}
+	if o.PartialMessages {
+		args = append(args, "--include-partial-messages")
 	}
 	return append(args, o.ExtraArgs...)
 }

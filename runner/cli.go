@@ -27,6 +27,7 @@ type cliSpec struct {
 	stream    io.Writer
 	stderr    *tailFile
 	stopGrace time.Duration
+	raw       bool // keep each line's bytes in its event (claude.Config.Raw)
 }
 
 // startCLI starts the CLI and, when a policy or a client decides tool calls,
@@ -34,7 +35,7 @@ type cliSpec struct {
 // hook holds even in bypassPermissions, and permission prompts come to
 // pneuma instead of being refused.
 func startCLI(ctx context.Context, s cliSpec) (*claude.Process, error) {
-	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr}
+	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr, Raw: s.raw}
 	if s.policy != nil || s.ask != nil {
 		pol, err := compilePolicy(s.policy)
 		if err != nil {

@@ -45,15 +45,16 @@ func (f *finish) warn(format string, args ...any) {
 
 // commitLeftovers commits uncommitted work on the job's branch and returns
 // the branch's head ("" when it could not be read). A watch that vouches the
-// worktree is untouched spares the scan.
-func (f *finish) commitLeftovers(ctx context.Context, runID string) string {
+// worktree is untouched spares the scan. of says whose work it is ("run
+// <id>", "server session <id>").
+func (f *finish) commitLeftovers(ctx context.Context, of string) string {
 	if f.untouched {
 		f.clean = true
 		return f.job.BaseCommit
 	}
 	if f.job.Commit {
-		msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of run %s, committed by pneuma.\nStatus: %s%s\n",
-			f.job.Name, f.res.Status, f.job.Name, runID, f.res.Status, reasonSuffix(f.res.Reason))
+		msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of %s, committed by pneuma.\nStatus: %s%s\n",
+			f.job.Name, f.res.Status, f.job.Name, of, f.res.Status, reasonSuffix(f.res.Reason))
 		sha, _, err := f.git.CommitAll(ctx, f.job.Dir, msg)
 		f.lap(&f.res.Timings.CommitMS)
 		if err != nil {
@@ -143,7 +144,7 @@ func (r *run) finishJob(ctx context.Context, job *Job, res *report.Job, rec *rec
 		untouched: job.UseWorktree && watch.Untouched()}
 	var head string
 	if job.UseWorktree {
-		head = f.commitLeftovers(ctx, r.plan.RunID)
+		head = f.commitLeftovers(ctx, "run "+r.plan.RunID)
 	} else if h, err := r.git.Head(ctx, job.Dir); err == nil {
 		head = h // the job worked in the repository itself; pneuma commits nothing there
 	}
