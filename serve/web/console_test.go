@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,10 +126,10 @@ func TestConsoleRun(t *testing.T) {
 
 // money formats dollars as the console does.
 func money(v float64) string {
-	if v > 0 && v < 0.01 {
+	if v > 0 && v < 1 {
 		return fmt.Sprintf("$%.4f", v)
 	}
-	return fmt.Sprintf("$%.2f", math.Round(v*100)/100)
+	return fmt.Sprintf("$%.2f", v)
 }
 
 func thousands(n int) string {
@@ -168,7 +167,7 @@ func TestConsoleSession(t *testing.T) {
 	if got := srv.received("permission_response"); len(got) != 1 || got[0]["request_id"] != "p1" || got[0]["behavior"] != "allow" {
 		t.Errorf("permission responses: %v", got)
 	}
-	p.wait(`document.querySelector('#session-turns').textContent === '2' && document.querySelector('#session-cost').textContent === '$0.03'`, "turns and cost")
+	p.wait(`document.querySelector('#session-turns').textContent === '2' && document.querySelector('#session-cost').textContent === '$0.0321'`, "turns and cost")
 	if got := eval[string](p, `document.querySelector('[data-tool-use-id=tu1] .out').textContent`); !strings.Contains(got, xss) {
 		t.Errorf("tool result %q does not show the payload as text", got)
 	}
@@ -252,7 +251,7 @@ func TestConsolePages(t *testing.T) {
 	pages := []struct{ name, route, ready string }{
 		{"runs", "#/runs", `document.querySelector('#runs tr[data-run=run-0]')`},
 		{"run", "#/runs/run-0", `document.querySelectorAll('#jobs tbody tr').length === 3`},
-		{"job-diff", "#/runs/run-0/jobs/lint", `document.querySelector('.stream li') && (document.querySelector('#tab-diff').click(), true) && document.querySelector('.dl.add')`},
+		{"job-diff", "#/runs/run-0/jobs/lint", `document.querySelector('.stream li') && (window.__diff || (window.__diff = 1, document.querySelector('#tab-diff').click(), false)) || document.querySelector('.dl.add')`},
 		{"sessions", "#/sessions", `document.querySelector('#sessions tbody tr')`},
 		{"session", "#/sessions/s1", `document.querySelector('.permission') && document.querySelector('.conn').dataset.state === 'live'`},
 		{"history", "#/history", `document.querySelector('#history tbody tr') && document.querySelector('svg.chart')`},

@@ -134,7 +134,7 @@ export class Conversation {
     const result = h('div', {class: 'tool-result'});
     const el = h('details', {class: 'tool', 'data-tool-use-id': b.id || ''},
       h('summary', {}, h('span', {class: 'tool-name'}, b.name || 'tool'), ' ', h('code', {}, summarize(b.input)), ' ', state),
-      toolDiff(b.name, b.input) || h('pre', {class: 'json'}, JSON.stringify(b.input ?? {}, null, 2)),
+      toolDiff(b.name, b.input) || h('pre', {class: 'json', tabindex: '0'}, JSON.stringify(b.input ?? {}, null, 2)),
       result);
     this.tools.set(b.id, {el, result, state});
     return el;
@@ -147,7 +147,7 @@ export class Conversation {
       if (!b || b.type !== 'tool_result') continue;
       const text = resultText(b.content);
       const t = this.tools.get(b.tool_use_id);
-      const out = h('pre', {class: 'out' + (b.is_error ? ' err' : '')}, text);
+      const out = h('pre', {class: 'out' + (b.is_error ? ' err' : ''), tabindex: '0'}, text);
       if (t) {
         clear(t.result).append(h('div', {class: 'who'}, b.is_error ? 'Error' : 'Result'), out);
         t.state.textContent = b.is_error ? 'error' : 'done';
@@ -180,7 +180,7 @@ export class Conversation {
       h('button', {type: 'button', class: 'edit', on: {click: () => { editor.hidden = !editor.hidden; if (!editor.hidden) edit.focus(); }}}, 'Allow with edit…'));
     const card = h('section', {class: 'card permission', 'data-request-id': ev.request_id, 'aria-label': `Permission request: ${ev.tool_name}`},
       h('h2', {}, 'Allow ', h('code', {}, ev.tool_name || 'tool'), '?'),
-      toolDiff(ev.tool_name, input) || h('pre', {class: 'json'}, JSON.stringify(input, null, 2)),
+      toolDiff(ev.tool_name, input) || h('pre', {class: 'json', tabindex: '0'}, JSON.stringify(input, null, 2)),
       buttons, editor, msg);
     this.cards.set(ev.request_id, card);
     this.add(card);

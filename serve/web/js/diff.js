@@ -11,7 +11,7 @@ export function unified(patch) {
   const files = h('div', {class: 'diff'});
   let pre = null;
   const start = (name) => {
-    pre = h('pre', {class: 'diff-body'});
+    pre = h('pre', {class: 'diff-body', tabindex: '0'});
     files.append(h('h3', {class: 'diff-file'}, name), pre);
   };
   for (const l of String(patch).split('\n')) {
@@ -45,7 +45,7 @@ export function lines(before, after) {
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
   let j = 0;
   while (j < a.length - i && j < b.length - i && a[a.length - 1 - j] === b[b.length - 1 - j]) j++;
-  const pre = h('pre', {class: 'diff-body'});
+  const pre = h('pre', {class: 'diff-body', tabindex: '0'});
   const ctx = (l) => pre.append(line('ctx', ' ' + l));
   a.slice(Math.max(0, i - 3), i).forEach(ctx);
   a.slice(i, a.length - j).forEach((l) => pre.append(line('del', '-' + l)));
@@ -66,7 +66,7 @@ export function toolDiff(tool, input) {
     return h('div', {}, head, input.edits.map((e) => lines(e.old_string, e.new_string)));
   }
   if (tool === 'Write' && 'content' in input) {
-    const pre = h('pre', {class: 'diff-body'});
+    const pre = h('pre', {class: 'diff-body', tabindex: '0'});
     String(input.content).split('\n').forEach((l) => pre.append(line('add', '+' + l)));
     return h('div', {}, head, h('div', {class: 'diff'}, pre));
   }

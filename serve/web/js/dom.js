@@ -52,7 +52,7 @@ export function announce(msg) {
 /** money formats US dollars. */
 export function money(v) {
   const n = Number(v) || 0;
-  return '$' + n.toFixed(n > 0 && n < 0.01 ? 4 : 2);
+  return '$' + n.toFixed(n > 0 && n < 1 ? 4 : 2); // agents' costs are often cents: keep them exact
 }
 
 /** num formats an integer with thousands separators. */

@@ -40,5 +40,5 @@ export function streamLine(ev) {
   return h('li', {},
     h('details', {},
       h('summary', {}, h('span', {class: 'tag'}, String((ev && ev.type) || '?')), ' ', h('span', {class: 'sum'}, String(s).slice(0, 400))),
-      h('pre', {class: 'json'}, JSON.stringify(ev, null, 2))));
+      h('pre', {class: 'json', tabindex: '0'}, JSON.stringify(ev, null, 2))));
 }
