@@ -3,10 +3,11 @@
 CLAUDE_VERSION := 2.1.197
 CLAUDE_DIR     := .cache/claude
 CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+AXE_DIR        := .cache/axe
 GO             ?= go
 FUZZTIME       ?= 10s
 
-.PHONY: all build claude test test-deps test-short fuzz bench bench-deps demo vet clean
+.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet clean
 
 all: build
 
@@ -24,16 +25,29 @@ $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/clau
 	@$(CLAUDE_BIN) --version | grep -q '^$(CLAUDE_VERSION) ' || { echo "installed CLI is not $(CLAUDE_VERSION)"; exit 1; }
 	touch $@
 
+## axe: install the pinned axe-core (the browser tests' accessibility check) into .cache/axe
+axe: $(AXE_DIR)/.installed
+
+$(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
+	mkdir -p $(AXE_DIR)
+	cp tools/axe/package.json tools/axe/package-lock.json $(AXE_DIR)/
+	cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 ## test: install what the tests need, then run every test (end to end included) under -race
 test: claude test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
 
-## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output)
-test-deps:
+## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
+## axe-core drive and check the web console)
+test-deps: axe
 	@command -v xmllint >/dev/null 2>&1 || { \
 	  echo "installing libxml2-utils for xmllint"; \
 	  (apt-get update -qq && apt-get install -y -qq libxml2-utils) >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium for the console's browser tests"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null; }
 
 ## bench-deps: tools the benchmark scripts call
 bench-deps:

@@ -1,0 +1,218 @@
+// Runs: the list, a run's live job table and a job's stream, diff and transcript.
+import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce} from './dom.js';
+import {get, post, del, enc, Stream} from './api.js';
+import {unified} from './diff.js';
+import {transcriptFrame} from './transcript.js';
+import {streamLine} from './streamline.js';
+
+const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
+
+function runID(r) { return r.id || r.run_id || ''; }
+
+function progress(r) {
+  const jobs = Array.isArray(r.jobs) ? r.jobs : [];
+  const total = (r.totals && r.totals.jobs) || (typeof r.jobs === 'number' ? r.jobs : jobs.length);
+  const done = jobs.length ? jobs.filter((j) => finished.has(j.status)).length
+    : ['succeeded', 'failed', 'skipped', 'interrupted'].reduce((n, k) => n + ((r.totals && r.totals[k]) || 0), 0);
+  return [done, total];
+}
+
+function progressBar(done, total, label) {
+  return h('span', {class: 'progress'},
+    h('progress', {max: String(total || 1), value: String(done), 'aria-label': label}),
+    ` ${done}/${total}`);
+}
+
+/** runsPage lists runs and starts one. */
+export function runsPage(el) {
+  const list = h('div', {'aria-busy': 'true'});
+  el.append(h('h1', {}, 'Runs'), startForm(), h('h2', {}, 'All runs'), list);
+  const load = async () => {
+    try {
+      const data = await get('/api/runs');
+      const runs = Array.isArray(data) ? data : (data && data.runs) || [];
+      clear(list).removeAttribute('aria-busy');
+      if (!runs.length) { list.append(h('p', {class: 'muted'}, 'No runs yet.')); return; }
+      list.append(scroller('Runs', h('table', {class: 'grid', id: 'runs'},
+        h('thead', {}, h('tr', {}, ['Run', 'Status', 'Progress', 'Cost', 'Started'].map((c) => h('th', {scope: 'col'}, c)))),
+        h('tbody', {}, runs.map((r) => {
+          const [done, total] = progress(r);
+          return h('tr', {'data-run': runID(r)},
+            h('th', {scope: 'row'}, h('a', {href: '#/runs/' + enc(runID(r))}, runID(r))),
+            h('td', {}, badge(r.status || 'running')),
+            h('td', {}, progressBar(done, total, `Jobs finished in run ${runID(r)}`)),
+            h('td', {class: 'n'}, money(r.totals ? r.totals.cost_usd : r.cost_usd)),
+            h('td', {}, when(r.started_at)));
+        })))));
+    } catch (err) { clear(list).append(errorBox(err)); }
+  };
+  load();
+  const timer = setInterval(load, 5000);
+  return () => clearInterval(timer);
+}
+
+function startForm() {
+  const file = h('input', {type: 'text', name: 'jobs_file', required: true, spellcheck: 'false', placeholder: 'jobs.yaml'});
+  const conc = h('input', {type: 'number', name: 'concurrency', min: '1', inputmode: 'numeric'});
+  const budget = h('input', {type: 'number', name: 'budget_usd', min: '0', step: '0.01', inputmode: 'decimal'});
+  const only = h('input', {type: 'text', name: 'only', spellcheck: 'false'});
+  const msg = h('div');
+  const form = h('form', {class: 'card', id: 'start-run', on: {submit: async (e) => {
+    e.preventDefault();
+    const body = {jobs_file: file.value.trim()};
+    if (conc.value) body.concurrency = Number(conc.value);
+    if (budget.value) body.budget_usd = Number(budget.value);
+    if (only.value.trim()) body.only = only.value.split(',').map((s) => s.trim()).filter(Boolean);
+    clear(msg);
+    try {
+      const r = await post('/api/runs', body);
+      location.hash = '#/runs/' + enc(runID(r));
+    } catch (err) { msg.append(errorBox(err)); }
+  }}},
+  h('h2', {}, 'Start a run'),
+  h('div', {class: 'row'},
+    field('Jobs file', file, 'A path under the server\'s root.'),
+    field('Concurrency', conc),
+    field('Budget (USD)', budget),
+    field('Only these jobs', only, 'Comma-separated names; empty for all.')),
+  msg,
+  h('button', {type: 'submit', class: 'primary'}, 'Start run'));
+  return form;
+}
+
+const cols = ['Job', 'Status', 'Reason', 'Cost', 'Tokens', 'Turns', 'Time', 'Changes', 'Branch'];
+
+/** runPage shows one run's jobs, live from its event stream. */
+export function runPage(el, id) {
+  const rows = new Map();
+  const body = h('tbody');
+  const foot = h('tfoot');
+  const head = h('div', {class: 'run-head'});
+  const state = h('span', {class: 'conn', role: 'status'});
+  const stop = h('button', {type: 'button', class: 'danger', on: {click: async () => {
+    stop.disabled = true;
+    try { await del('/api/runs/' + enc(id)); announce('Stopping the run'); } catch (err) { head.append(errorBox(err)); stop.disabled = false; }
+  }}}, 'Stop run');
+  let report = {run_id: id, status: 'running', jobs: []};
+  el.append(h('p', {}, h('a', {href: '#/runs'}, '← Runs')),
+    h('div', {class: 'title'}, h('h1', {}, 'Run ', h('code', {}, id)), state, stop), head,
+    scroller('Jobs', h('table', {class: 'grid', id: 'jobs'},
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))), body, foot)));
+
+  const row = (name) => {
+    if (!rows.has(name)) {
+      const tr = h('tr', {'data-job': name});
+      rows.set(name, {tr, job: {name, status: 'pending'}});
+      body.append(tr);
+    }
+    return rows.get(name);
+  };
+  const draw = (name, patch) => {
+    const r = row(name);
+    Object.assign(r.job, patch);
+    const j = r.job;
+    clear(r.tr).append(
+      h('th', {scope: 'row'}, h('a', {href: `#/runs/${enc(id)}/jobs/${enc(name)}`}, name)),
+      h('td', {class: 'status'}, badge(j.status)),
+      h('td', {class: 'reason'}, j.reason || ''),
+      h('td', {class: 'n cost'}, money(j.cost_usd)),
+      h('td', {class: 'n'}, num(tokens(j.usage))),
+      h('td', {class: 'n'}, num(j.num_turns)),
+      h('td', {class: 'n'}, j.duration_ms ? duration(j.duration_ms) : ''),
+      h('td', {class: 'n'}, j.files_changed ? `${j.files_changed} files +${j.insertions || 0} −${j.deletions || 0}` : ''),
+      h('td', {}, j.branch ? h('code', {}, j.branch) : ''));
+  };
+  const totals = () => {
+    const jobs = [...rows.values()].map((r) => r.job);
+    const t = report.totals && finished.has(report.status) ? report.totals : {
+      jobs: jobs.length,
+      cost_usd: jobs.reduce((s, j) => s + (j.cost_usd || 0), 0),
+      num_turns: jobs.reduce((s, j) => s + (j.num_turns || 0), 0),
+    };
+    const tok = report.totals && finished.has(report.status)
+      ? tokens(report.totals) : jobs.reduce((s, j) => s + tokens(j.usage), 0);
+    const done = jobs.filter((j) => finished.has(j.status)).length;
+    clear(foot).append(h('tr', {},
+      h('th', {scope: 'row'}, 'Total'),
+      h('td', {}, progressBar(done, Math.max(t.jobs || 0, jobs.length), 'Jobs finished')),
+      h('td'),
+      h('td', {class: 'n', id: 'total-cost'}, money(t.cost_usd)),
+      h('td', {class: 'n', id: 'total-tokens'}, num(tok)),
+      h('td', {class: 'n', id: 'total-turns'}, num(t.num_turns)),
+      h('td', {colspan: '3'})));
+    clear(head).append(h('p', {}, 'Status ', badge(report.status), report.started_at ? ` · started ${when(report.started_at)}` : ''));
+    stop.hidden = finished.has(report.status);
+  };
+  const apply = (ev) => {
+    switch (ev.type) {
+      case 'run_started': report.status = 'running'; break;
+      case 'job_started': draw(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
+      case 'api_retry': draw(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
+      case 'job_retry': draw(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
+      case 'job_finished': if (ev.result) draw(ev.result.name || ev.job, ev.result); break;
+      case 'run_finished':
+        if (ev.report) { report = ev.report; (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
+        announce('Run finished: ' + report.status);
+        break;
+      default: return;
+    }
+    totals();
+  };
+  get('/api/runs/' + enc(id)).then((r) => {
+    if (!r) return;
+    report = Object.assign(report, r);
+    (r.jobs || []).forEach((j) => draw(j.name, j));
+    totals();
+  }).catch((err) => head.append(errorBox(err)));
+  totals();
+  const stream = new Stream(`/api/runs/${enc(id)}/ws`, {onEvent: apply, onState: (s) => connState(state, s)});
+  return () => stream.close();
+}
+
+/** connState shows a stream's connection state. */
+export function connState(el, s) {
+  el.dataset.state = s;
+  el.textContent = {live: 'Live', connecting: 'Connecting…', reconnecting: 'Reconnecting…', closed: 'Disconnected'}[s] || s;
+}
+
+/** jobPage shows one job: its stream tail, diff and transcript, as tabs. */
+export function jobPage(el, id, job) {
+  const base = `/api/runs/${enc(id)}/jobs/${enc(job)}`;
+  const tabs = [
+    ['stream', 'Stream', async (p) => {
+      const refresh = h('button', {type: 'button', on: {click: () => show('stream')}}, 'Refresh');
+      const data = await get(base + '/stream?tail=200', 'text');
+      p.append(refresh, streamList(data));
+    }],
+    ['diff', 'Diff', async (p) => p.append(unified(await get(base + '/diff', 'text')))],
+    ['transcript', 'Transcript', async (p) => p.append(transcriptFrame(await get(base + '/transcript', 'text'), `Transcript of job ${job}`))],
+  ];
+  const list = h('div', {role: 'tablist', 'aria-label': 'Job views', class: 'tabs'});
+  const panel = h('div', {role: 'tabpanel', id: 'job-panel', tabindex: '0'});
+  const buttons = {};
+  const show = async (key) => {
+    for (const [k, b] of Object.entries(buttons)) b.setAttribute('aria-selected', String(k === key));
+    panel.setAttribute('aria-labelledby', 'tab-' + key);
+    clear(panel).setAttribute('aria-busy', 'true');
+    try { await tabs.find((t) => t[0] === key)[2](panel); } catch (err) { panel.append(errorBox(err)); }
+    panel.removeAttribute('aria-busy');
+  };
+  for (const [key, label] of tabs) {
+    buttons[key] = h('button', {type: 'button', role: 'tab', id: 'tab-' + key, 'aria-controls': 'job-panel', on: {click: () => show(key)}}, label);
+    list.append(buttons[key]);
+  }
+  el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), list, panel);
+  show('stream');
+}
+
+function streamList(data) {
+  let items = [];
+  const t = String(data).trim();
+  if (t.startsWith('[')) {
+    try { items = JSON.parse(t); } catch { items = []; }
+  } else {
+    items = t.split('\n').filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return {type: 'text', text: l}; } });
+  }
+  if (!items.length) return h('p', {class: 'muted'}, 'The stream is empty.');
+  return append(h('ol', {class: 'stream'}), items.map(streamLine));
+}
