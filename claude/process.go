@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/proc"
 )
 
 // DefaultMaxLineBytes is the longest stdout line decoded when
@@ -133,8 +135,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.Env = append(slices.Clip(env), marker)
 	// Its own group, so signals reach the tools it spawned (Bash children)
 	// and none of them outlives the job; also keeps the terminal's Ctrl-C
-	// from reaching it directly: pneuma decides how to stop it.
-	cmd.SysProcAttr = groupAttr()
+	// from reaching it directly: pneuma decides how to stop it. Tied: if
+	// pneuma itself dies (even by SIGKILL) the kernel kills the CLI, so no
+	// job outlives pneuma; a run resumed with --resume continues its session.
+	proc.NewGroupTied(cmd)
 
 	var files []*os.File // every pipe end, closed on failure
 	pipe := func() (r, w *os.File, err error) {
@@ -423,7 +427,7 @@ func (p *Process) signalGroup(sig syscall.Signal) error {
 		// The group leader is reaped; Wait has already killed the group.
 		return nil
 	}
-	if err := groupSignal(p.cmd.Process, sig); err != nil {
+	if err := proc.Signal(p.cmd.Process, sig); err != nil {
 		return fmt.Errorf("signal claude process group %d: %w", p.Pid(), err)
 	}
 	return nil
@@ -448,7 +452,7 @@ func (p *Process) wait() {
 	// Nothing the CLI started may outlive the job or hold stdout open: kill
 	// its group (the group id cannot be reused while a member lives), then
 	// the processes that left the group but carry the marker.
-	_ = groupSignal(p.cmd.Process, syscall.SIGKILL)
+	_ = proc.Signal(p.cmd.Process, syscall.SIGKILL)
 	killMarked(p.marker)
 	p.drain()
 	_ = p.CloseInput()
@@ -474,7 +478,7 @@ func (p *Process) wait() {
 	}
 	if st := p.cmd.ProcessState; st != nil {
 		p.status.Code = st.ExitCode()
-		p.status.Signal = exitSignal(st)
+		p.status.Signal = proc.ExitSignal(st)
 	}
 	if err == nil && p.streamErr != nil {
 		err = fmt.Errorf("copy claude output to stream: %w", p.streamErr)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/report"
 )
@@ -49,8 +50,8 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 	cmd.Env = env
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	proc.NewGroup(cmd)
+	proc.CancelBy(cmd, syscall.SIGKILL)
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res.DurationMS = time.Since(start).Milliseconds()
@@ -68,8 +69,10 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 		fmt.Fprintf(out, "[pneuma: could not run %s: %v]\n", v.Command[0], err)
 	}
 	if cmd.Process != nil {
-		// Anything the command left running in its group goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// Anything the command left running in its group goes with it. An
+		// error here can only be a group already gone (not an error to
+		// proc.Signal) or a permission the child cannot have revoked.
+		_ = proc.Signal(cmd.Process, syscall.SIGKILL)
 	}
 	res.Output = redact.String(out.String())
 	return res

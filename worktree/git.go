@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pneuma-cli/pneuma/internal/proc"
 )
 
 // stderrTail bounds how much of git's stderr an error carries.
@@ -150,7 +153,13 @@ func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
 	}
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stderr = stderr
-	setProcAttr(cmd)
+	// Its own group, so a Ctrl-C on the terminal reaches pneuma only (which
+	// may still want to commit leftover work); cancellation sends SIGTERM to
+	// that group: git removes its lock files and half-made worktrees on
+	// SIGTERM, while SIGKILL would leave a stale index.lock behind that
+	// blocks every later git command in that repository.
+	proc.NewGroup(cmd)
+	proc.CancelBy(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
