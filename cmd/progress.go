@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -103,7 +103,7 @@ func (r *lineReporter) Event(e runner.Event) {
 		fmt.Fprintf(r.w, "%s %-6s %s: %s · $%.4f · %d turns · %s · %d files [%d/%d, $%.4f spent]\n",
 			ts, "done", j.Name, status, j.CostUSD, j.NumTurns, (time.Duration(j.DurationMS) * time.Millisecond).Round(100*time.Millisecond), j.FilesChanged, r.done, r.total, e.SpentUSD)
 		if j.Error != "" && j.Status != report.StatusSucceeded {
-			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, oneLine(j.Error, 400)))
+			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, text.Shorten(j.Error, 400)))
 		}
 	}
 }
@@ -221,12 +221,4 @@ func (r *barReporter) Close() {
 		_ = r.bar.Finish()
 		_ = r.bar.Clear()
 	}
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,7 +205,7 @@ func TestRunBadInput(t *testing.T) {
 				path = writeJobs(t, tt.dir, tt.yaml)
 			}
 			args := append([]string{"run"}, tt.args...)
-			if !contains(tt.args, "--claude") {
+			if !slices.Contains(tt.args, "--claude") {
 				args = append(args, "--claude", okCLI)
 			}
 			r := run(t, "", tt.env, append(args, path)...)
@@ -242,15 +243,6 @@ func readReport(t *testing.T, path string) *report.Report {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestRunDryRun(t *testing.T) {
@@ -560,7 +552,7 @@ func TestKilledRunResumes(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("resume started the CLI %d times, want once (slow only)", len(calls))
 	}
-	if !contains(calls[0].Args, "--resume") || !contains(calls[0].Args, fakecli.DefaultSessionID) {
+	if !slices.Contains(calls[0].Args, "--resume") || !slices.Contains(calls[0].Args, fakecli.DefaultSessionID) {
 		t.Errorf("slow did not continue its session: %v", calls[0].Args)
 	}
 	if got := claudetest.Git(t, repo, "show", slow.Branch+":partial.txt"); strings.TrimSpace(got) != "partial" {

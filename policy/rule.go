@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -152,20 +153,11 @@ func (r *rule) appliesTo(tool string) bool {
 	case r.tool == tool:
 		return true
 	case r.tool == "Edit":
-		return contains(editTools, tool)
+		return slices.Contains(editTools, tool)
 	case r.tool == "Read":
-		return contains(readTools, tool)
+		return slices.Contains(readTools, tool)
 	case r.tool == "Agent" || r.tool == "Task":
 		return tool == "Agent" || tool == "Task"
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
 	}
 	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/internal/tail"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 // stderrTail bounds how much of git's stderr an error carries.
@@ -34,17 +35,18 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	msg := "git " + subcommand(e.Args) + ": " + e.Err.Error()
 	if e.Stderr != "" {
-		msg += ": " + oneLine(e.Stderr)
+		msg += ": " + joinMessages(e.Stderr)
 	}
 	return msg
 }
 
-// oneLine joins git's message lines: a line that starts a new message
-// ("fatal: ", "hint: ", ...) after "; ", a wrapped continuation after " ".
-func oneLine(s string) string {
+// joinMessages puts git's message lines on one line: a line that starts a
+// new message ("fatal: ", "hint: ", ...) after "; ", a wrapped continuation
+// after " ". Unlike text.Fold it keeps where one message ends.
+func joinMessages(s string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(s, "\n") {
-		l = strings.Join(strings.Fields(l), " ")
+		l = text.Fold(l)
 		if l == "" {
 			continue
 		}
