@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 )
@@ -48,6 +49,10 @@ func Main() int {
 
 // Execute runs one invocation of pneuma with args and returns its exit code.
 func Execute(ctx context.Context, io *IO, args []string) int {
+	if err := platformError(runtime.GOOS); err != nil {
+		fmt.Fprintf(io.ErrOut, "pneuma: %v\n", err)
+		return ExitEnvironment
+	}
 	root := NewRootCmd(io)
 	root.SetArgs(args)
 	root.SetIn(io.In)
