@@ -52,6 +52,8 @@ func (r *jsonReporter) Event(e runner.Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A reader that went away (closed pipe) must not stop the run; the
+	// report and the run's files still hold every event.
 	_, _ = r.w.Write(append(data, '\n'))
 }
 
@@ -119,6 +121,8 @@ func (r *lineReporter) echo(s string) {
 	if r.token == "" {
 		r.token = report.NewStopToken()
 	}
+	// Progress output: a failed write to it must not stop the run (the
+	// report holds the same).
 	_ = report.StopCommands(r.w, r.token, func(w io.Writer) error {
 		_, err := io.WriteString(w, s)
 		return err
@@ -176,7 +180,7 @@ func (r *barReporter) Event(e runner.Event) {
 	case runner.EventJobFinished:
 		delete(r.running, e.Job)
 		if r.bar != nil {
-			_ = r.bar.Add(1)
+			_ = r.bar.Add(1) // errors only from writing to the terminal: cosmetic
 		}
 		if j := e.Result; j != nil && j.Status != report.StatusSucceeded && r.bar != nil {
 			_ = r.bar.Clear()
@@ -218,6 +222,7 @@ func (r *barReporter) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bar != nil {
+		// Errors only from writing to the terminal: cosmetic.
 		_ = r.bar.Finish()
 		_ = r.bar.Clear()
 	}

@@ -367,6 +367,8 @@ func globSegments(pat, name []string) bool {
 		} else {
 			next[0] = false
 			for j := 1; j <= len(name); j++ {
+				// The only error is a malformed pattern, which then
+				// matches nothing: a rule never grants by accident.
 				m, _ := path.Match(seg, name[j-1])
 				next[j] = ok[j-1] && m
 			}

@@ -290,7 +290,7 @@ func (m *Manager) Exclude(repo, pattern string) error {
 		line = "\n" + line
 	}
 	if _, err := f.WriteString(line); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("exclude %q: %w", pattern, err)
 	}
 	if err := f.Close(); err != nil {
@@ -420,6 +420,8 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 		// before checking out stays. Delete it (only if it still points at
 		// the base and no worktree directory survived) so that a retry, or
 		// a rerun of the job, can create it again.
+		// Best effort: the add's error is the one to report, and a branch
+		// left behind only makes the retry fail with ExistsError.
 		if !isDir(path) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = m.output(cctx, "-C", o.Repo, "update-ref", "-d", ref, sha)
@@ -682,6 +684,8 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 			return err
 		}
 		if _, err := m.output(ctx, "-C", to, "symbolic-ref", "HEAD", ref); err != nil {
+			// Best effort, as in create: the symbolic-ref error is the one
+			// to report.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = m.output(cctx, "-C", to, "update-ref", "-d", ref, sha)
 			cancel()
