@@ -245,7 +245,7 @@ func TestRealCLIBackgroundToolKilled(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("no bgpid in the tool results: %s", types(evs))
 	}
-	if alive(pid) {
+	if alive(t, pid) {
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		t.Errorf("background tool process %d outlived the CLI (claude pid %d): %s", pid, p.Pid(), stat)
 		syscall.Kill(pid, syscall.SIGKILL)

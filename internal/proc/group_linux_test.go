@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pneuma-cli/pneuma/internal/testbed/wait"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // helperVar makes the test binary a helper: it starts a grandchild (sleep),
@@ -74,7 +74,7 @@ func TestSignalReachesTheWholeGroup(t *testing.T) {
 	if got := ExitSignal(cmd.ProcessState); got != "SIGKILL" {
 		t.Errorf("ExitSignal() = %q, want SIGKILL", got)
 	}
-	wait.Eventually(t, 5*time.Second, func() bool { return dead(gc) }, "grandchild %d to die with its group", gc)
+	poll.Eventually(t, 5*time.Second, func() bool { return dead(gc) }, "grandchild %d to die with its group", gc)
 	if err := Signal(cmd.Process, syscall.SIGKILL); err != nil {
 		t.Errorf("Signal() to a group that is gone = %v, want nil", err)
 	}

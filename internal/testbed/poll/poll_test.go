@@ -1,7 +1,8 @@
-package wait
+package poll
 
 import (
 	"fmt"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,5 +60,28 @@ func TestEventuallyFailsWithTheMessage(t *testing.T) {
 	Eventually(r, 30*time.Millisecond, func() bool { return true }, "never shown")
 	if r.msg != "" {
 		t.Errorf("a condition that holds failed the test: %q", r.msg)
+	}
+}
+
+func TestGone(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	if Gone(t, pid, 50*time.Millisecond) {
+		t.Fatalf("Gone(%d) = true for a running sleep", pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped yet: a zombie counts as gone.
+	if !Gone(t, pid, 5*time.Second) {
+		t.Errorf("Gone(%d) = false for a killed process (zombie)", pid)
+	}
+	_ = cmd.Wait() // killed: the error is the signal
+	if !Gone(t, pid, 0) {
+		t.Errorf("Gone(%d) = false for a reaped process", pid)
 	}
 }

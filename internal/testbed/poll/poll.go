@@ -1,6 +1,6 @@
-// Package wait polls for a condition in tests, in place of hand-written
+// Package poll polls for a condition in tests, in place of hand-written
 // deadline loops and of fixed sleeps that hope a condition holds by then.
-package wait
+package poll
 
 import (
 	"fmt"
