@@ -8,9 +8,14 @@
 // is much slower than git on big trees. Refs are read with go-git, with the
 // git CLI as the fallback for anything go-git cannot answer.
 //
-// Nothing here discards uncommitted work: no `worktree remove --force`, no
-// `reset --hard`, no `clean`. A worktree with uncommitted changes is never
-// removed (*DirtyError).
+// Nothing here discards uncommitted work. There is no `worktree remove
+// --force`, and a worktree with uncommitted changes (per git status,
+// untracked files included) is never removed or reused (*DirtyError).
+// `reset --hard` and `clean` run only where that cannot lose work: Create
+// runs `reset --hard` in a worktree it has just added with --no-checkout (no
+// files yet), and Reuse runs `checkout -f` and `clean -ffdx` only in a
+// worktree whose status is clean, so what they delete is ignored files
+// (build output), never a job's changes.
 package worktree
 
 import (

@@ -183,9 +183,8 @@ func line(v any) string {
 // Alive reports whether process pid still runs (a zombie counts as gone).
 // It waits up to two seconds for a dying process to go, so tests that
 // check "nothing outlived the job" do not race the kernel's reaping.
-//
-// Deprecated: use poll.Gone, which fails the test where /proc is missing
-// instead of reporting every process gone.
+// Prefer poll.Gone: without /proc Alive reports every process gone, while
+// Gone fails the test.
 func Alive(pid int) bool {
 	return !poll.Until(2*time.Second, func() bool { return !poll.Running(pid) })
 }
