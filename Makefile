@@ -6,8 +6,11 @@ CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claud
 AXE_DIR        := .cache/axe
 GO             ?= go
 FUZZTIME       ?= 10s
+# staticcheck runs through the Go toolchain (go run ...@version, fetched from
+# the Go module proxy), pinned: v0.8.2 is the newest release and supports Go 1.26.
+STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet clean
+.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean
 
 all: build
 
@@ -35,7 +38,7 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 	touch $@
 
 ## test: install what the tests need, then run every test (end to end included) under -race
-test: claude test-deps
+test: lint claude test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
 
@@ -74,6 +77,18 @@ demo: build claude
 
 vet:
 	$(GO) vet ./...
+
+## lint: fails on an untidy go.mod, unformatted code, go vet or staticcheck findings, or a platform that does not build
+lint: vet platforms
+	$(GO) mod tidy -diff
+	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	  if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
+
+## platforms: the binary builds for macOS and Windows too (CI runs on Linux)
+platforms:
+	GOOS=darwin $(GO) build ./...
+	GOOS=windows $(GO) build ./...
 
 clean:
 	rm -rf bin .cache

@@ -12,8 +12,8 @@ import (
 
 func intp(v int) *int { return &v }
 
-// referenceLines are the sample stdout lines of the CLI reference (section
-// 2 and 3), made valid JSON where the reference elides with "…".
+// referenceLines are the sample stdout lines of docs/claude-cli.md
+// (sections 2 and 3), made valid JSON where that page elides with "…".
 func referenceLines(t testing.TB) [][]byte {
 	t.Helper()
 	data, err := os.ReadFile("testdata/reference.jsonl")

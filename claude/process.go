@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/proc"
 )
 
 // DefaultMaxLineBytes is the longest stdout line decoded when
@@ -138,8 +140,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.Env = append(slices.Clip(env), marker)
 	// Its own group, so signals reach the tools it spawned (Bash children)
 	// and none of them outlives the job; also keeps the terminal's Ctrl-C
-	// from reaching it directly: pneuma decides how to stop it.
-	cmd.SysProcAttr = groupAttr()
+	// from reaching it directly: pneuma decides how to stop it. Tied: if
+	// pneuma itself dies (even by SIGKILL) the kernel kills the CLI, so no
+	// job outlives pneuma; a run resumed with --resume continues its session.
+	proc.NewGroupTied(cmd)
 
 	var files []*os.File // every pipe end, closed on failure
 	pipe := func() (r, w *os.File, err error) {
@@ -150,8 +154,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return r, w, err
 	}
 	fail := func(err error) (*Process, error) {
+		// Start already failed; a close error on a pipe nobody used adds nothing.
 		for _, f := range files {
-			f.Close()
+			_ = f.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
 	}
@@ -177,10 +182,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	inR.Close()
-	outW.Close()
+	// The child holds its own copies of these ends; pneuma's are closed so
+	// that EOF arrives when the child exits. Closing an unused pipe end
+	// cannot lose data.
+	_ = inR.Close()
+	_ = outW.Close()
 	if errW != nil {
-		errW.Close()
+		_ = errW.Close()
 	}
 
 	p := &Process{
@@ -336,7 +344,9 @@ func (p *Process) writeLine(b []byte, deadline time.Time) error {
 	}
 	if !deadline.IsZero() {
 		if err := p.stdin.SetWriteDeadline(deadline); err == nil {
-			defer p.stdin.SetWriteDeadline(time.Time{})
+			// Clearing a deadline fails only on a closed pipe, which the
+			// next write reports.
+			defer func() { _ = p.stdin.SetWriteDeadline(time.Time{}) }()
 		}
 	}
 	line := make([]byte, 0, len(b)+1)
@@ -370,7 +380,8 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	}
 	if !p.inputClosed.Load() {
 		// An interrupt only ends the turn; the EOF after it lets the CLI write
-		// the interrupted result and exit on its own.
+		// the interrupted result and exit on its own. Either failing (the CLI
+		// stopped reading) is what the signals below are for.
 		_ = p.writeLine(interruptLine(), time.Now().Add(grace))
 		_ = p.CloseInput()
 		if p.waitExit(ctx, grace) {
@@ -429,7 +440,7 @@ func (p *Process) signalGroup(sig syscall.Signal) error {
 		// The group leader is reaped; Wait has already killed the group.
 		return nil
 	}
-	if err := groupSignal(p.cmd.Process, sig); err != nil {
+	if err := proc.Signal(p.cmd.Process, sig); err != nil {
 		return fmt.Errorf("signal claude process group %d: %w", p.Pid(), err)
 	}
 	return nil
@@ -454,7 +465,9 @@ func (p *Process) wait() {
 	// Nothing the CLI started may outlive the job or hold stdout open: kill
 	// its group (the group id cannot be reused while a member lives), then
 	// the processes that left the group but carry the marker.
-	_ = groupSignal(p.cmd.Process, syscall.SIGKILL)
+	// Signal fails only for a group already gone; CloseInput only if Stop
+	// closed stdin first: neither leaves anything to do.
+	_ = proc.Signal(p.cmd.Process, syscall.SIGKILL)
 	killMarked(p.marker)
 	p.drain()
 	_ = p.CloseInput()
@@ -466,9 +479,11 @@ func (p *Process) wait() {
 	}
 	p.mu.Unlock()
 	p.handlers.Wait()
-	p.stdout.Close()
+	// Both pipes are drained (or abandoned to a setsid descendant): closing
+	// our read ends cannot lose output.
+	_ = p.stdout.Close()
 	if p.stderr != nil {
-		p.stderr.Close()
+		_ = p.stderr.Close()
 	}
 
 	var exitErr *exec.ExitError
@@ -480,7 +495,7 @@ func (p *Process) wait() {
 	}
 	if st := p.cmd.ProcessState; st != nil {
 		p.status.Code = st.ExitCode()
-		p.status.Signal = exitSignal(st)
+		p.status.Signal = proc.ExitSignal(st)
 	}
 	if err == nil && p.streamErr != nil {
 		err = fmt.Errorf("copy claude output to stream: %w", p.streamErr)
@@ -499,6 +514,8 @@ func (p *Process) drain() {
 		case <-ch:
 		case <-t.C:
 			now := time.Now()
+			// A pipe that takes no deadline is already closed: its reader
+			// has returned.
 			_ = p.stdout.SetReadDeadline(now)
 			if p.stderr != nil {
 				_ = p.stderr.SetReadDeadline(now)
@@ -515,6 +532,8 @@ func (p *Process) copyStderr() {
 	if p.stderr == nil {
 		return
 	}
+	// A read error is the drain deadline (output abandoned on purpose); a
+	// write error is the caller's writer, which bounds and owns what it keeps.
 	_, _ = io.Copy(p.stderrDst, p.stderr)
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the process writes.
@@ -80,10 +81,7 @@ func checkNoLeaks(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(3*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 		if n := runtime.NumGoroutine(); n > before {
 			buf := make([]byte, 1<<20)
 			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
@@ -640,7 +638,7 @@ func testGrandchild(t *testing.T, detached bool) {
 	if len(gc) != 1 {
 		t.Fatalf("grandchildren = %v", gc)
 	}
-	if alive(gc[0]) {
+	if alive(t, gc[0]) {
 		t.Errorf("grandchild %d outlived Wait", gc[0])
 	}
 	// Waiting twice, and concurrently, gives the same answer.
@@ -658,32 +656,17 @@ func testGrandchild(t *testing.T, detached bool) {
 // waitStdin waits until the fake at bin has read n stdin lines.
 func waitStdin(t *testing.T, bin string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if calls := fakecli.Calls(t, bin); len(calls) > 0 && len(calls[0].Stdin) >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the fake did not read %d stdin lines within 10s", n)
+	poll.Eventually(t, 10*time.Second, func() bool {
+		calls := fakecli.Calls(t, bin)
+		return len(calls) > 0 && len(calls[0].Stdin) >= n
+	}, "the fake to read %d stdin lines", n)
 }
 
-// alive reports whether pid is a live process (a zombie left for init to
-// reap counts as dead).
-func alive(pid int) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		// The state follows the parenthesised command name.
-		if i := bytes.LastIndexByte(data, ')'); i > 0 && len(data) > i+2 && (data[i+2] == 'Z' || data[i+2] == 'X') {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
+// alive reports whether pid still runs 2s from now (a zombie left for init
+// to reap counts as dead). It fails the test where it cannot tell (no /proc).
+func alive(t *testing.T, pid int) bool {
+	t.Helper()
+	return !poll.Gone(t, pid, 2*time.Second)
 }
 
 func TestStreamWriteError(t *testing.T) {

@@ -114,8 +114,9 @@ func TestRealCLITurn(t *testing.T) {
 	}
 }
 
-// pitfall 14 end to end: the CLI asks, pneuma allows with a rewritten input,
-// the CLI runs the rewritten call.
+// The can_use_tool control request end to end: the CLI asks, pneuma allows
+// with a rewritten input (an allow must carry updatedInput), and the CLI runs
+// the rewritten call (docs/claude-cli.md, sections 3.4 and 5).
 func TestRealCLICanUseToolAllowRewrites(t *testing.T) {
 	cwd := t.TempDir()
 	api := fakeapi.New(t, fakeapi.Sequence(
@@ -245,7 +246,7 @@ func TestRealCLIBackgroundToolKilled(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("no bgpid in the tool results: %s", types(evs))
 	}
-	if alive(pid) {
+	if alive(t, pid) {
 		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		t.Errorf("background tool process %d outlived the CLI (claude pid %d): %s", pid, p.Pid(), stat)
 		syscall.Kill(pid, syscall.SIGKILL)

@@ -36,6 +36,8 @@ func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
 		}
 	}
 	if github {
+		// Annotations go to stderr; if stderr cannot be written there is
+		// nowhere left to report that, and the report files hold the same.
 		_ = report.GitHubAnnotations(io.ErrOut, r)
 	}
 	return errors.Join(errs...)

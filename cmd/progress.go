@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -52,6 +52,8 @@ func (r *jsonReporter) Event(e runner.Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A reader that went away (closed pipe) must not stop the run; the
+	// report and the run's files still hold every event.
 	_, _ = r.w.Write(append(data, '\n'))
 }
 
@@ -103,7 +105,7 @@ func (r *lineReporter) Event(e runner.Event) {
 		fmt.Fprintf(r.w, "%s %-6s %s: %s · $%.4f · %d turns · %s · %d files [%d/%d, $%.4f spent]\n",
 			ts, "done", j.Name, status, j.CostUSD, j.NumTurns, (time.Duration(j.DurationMS) * time.Millisecond).Round(100*time.Millisecond), j.FilesChanged, r.done, r.total, e.SpentUSD)
 		if j.Error != "" && j.Status != report.StatusSucceeded {
-			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, oneLine(j.Error, 400)))
+			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, text.Shorten(j.Error, 400)))
 		}
 	}
 }
@@ -119,6 +121,8 @@ func (r *lineReporter) echo(s string) {
 	if r.token == "" {
 		r.token = report.NewStopToken()
 	}
+	// Progress output: a failed write to it must not stop the run (the
+	// report holds the same).
 	_ = report.StopCommands(r.w, r.token, func(w io.Writer) error {
 		_, err := io.WriteString(w, s)
 		return err
@@ -176,7 +180,7 @@ func (r *barReporter) Event(e runner.Event) {
 	case runner.EventJobFinished:
 		delete(r.running, e.Job)
 		if r.bar != nil {
-			_ = r.bar.Add(1)
+			_ = r.bar.Add(1) // errors only from writing to the terminal: cosmetic
 		}
 		if j := e.Result; j != nil && j.Status != report.StatusSucceeded && r.bar != nil {
 			_ = r.bar.Clear()
@@ -218,15 +222,8 @@ func (r *barReporter) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bar != nil {
+		// Errors only from writing to the terminal: cosmetic.
 		_ = r.bar.Finish()
 		_ = r.bar.Clear()
 	}
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -48,20 +50,32 @@ func Main() int {
 
 // Execute runs one invocation of pneuma with args and returns its exit code.
 func Execute(ctx context.Context, io *IO, args []string) int {
+	if err := platformError(runtime.GOOS); err != nil {
+		fmt.Fprintf(io.ErrOut, "pneuma: %v\n", err)
+		return ExitEnvironment
+	}
 	root := NewRootCmd(io)
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	code := ExitCode(err)
 	var silent *SilentError
-	if !errors.As(err, &silent) {
-		fmt.Fprintf(io.ErrOut, "pneuma: %v\n", err)
+	if errors.As(err, &silent) {
+		return code
 	}
+	// Under --json stdout carries JSON only: the error is an event there,
+	// and the plain message still goes to stderr for whoever reads the log.
+	if jsonOutput(c) {
+		if werr := writeErrorEvent(io.Out, err, code, time.Now()); werr != nil {
+			fmt.Fprintf(io.ErrOut, "pneuma: write error event: %v\n", werr)
+		}
+	}
+	fmt.Fprintf(io.ErrOut, "pneuma: %v\n", err)
 	return code
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/pneuma-cli/pneuma/cmd"
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -204,7 +206,7 @@ func TestRunBadInput(t *testing.T) {
 				path = writeJobs(t, tt.dir, tt.yaml)
 			}
 			args := append([]string{"run"}, tt.args...)
-			if !contains(tt.args, "--claude") {
+			if !slices.Contains(tt.args, "--claude") {
 				args = append(args, "--claude", okCLI)
 			}
 			r := run(t, "", tt.env, append(args, path)...)
@@ -242,15 +244,6 @@ func readReport(t *testing.T, path string) *report.Report {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestRunDryRun(t *testing.T) {
@@ -375,15 +368,13 @@ func pneuma(t *testing.T, dir string, args ...string) *exec.Cmd {
 // waitJournal polls run.json until cond holds.
 func waitJournal(t *testing.T, runDir string, cond func(*runner.Journal) bool) *runner.Journal {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if j, err := runner.ReadJournal(runDir); err == nil && cond(j) {
-			return j
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("journal %s never reached the expected state", runDir)
-	return nil
+	var j *runner.Journal
+	poll.Eventually(t, 30*time.Second, func() bool {
+		var err error
+		j, err = runner.ReadJournal(runDir)
+		return err == nil && cond(j)
+	}, "journal %s to reach the expected state", runDir)
+	return j
 }
 
 func jobState(j *runner.Journal, name string) *runner.JobState {
@@ -397,16 +388,12 @@ func jobState(j *runner.Journal, name string) *runner.JobState {
 
 func onlyRunDir(t *testing.T, repo string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		m, _ := filepath.Glob(filepath.Join(repo, ".pneuma", "runs", "*"))
-		if len(m) == 1 {
-			return m[0]
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("no run directory appeared")
-	return ""
+	var m []string
+	poll.Eventually(t, 30*time.Second, func() bool {
+		m, _ = filepath.Glob(filepath.Join(repo, ".pneuma", "runs", "*")) // the pattern is valid
+		return len(m) == 1
+	}, "one run directory in %s", repo)
+	return m[0]
 }
 
 // hangingJob writes work into its worktree (as an agent would) then hangs,
@@ -472,7 +459,7 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 			}
 			for _, call := range fakecli.Calls(t, cli) {
 				for _, pid := range append([]int{call.Pid}, call.Grandchildren...) {
-					if fakecli.Alive(pid) {
+					if !poll.Gone(t, pid, 2*time.Second) {
 						t.Errorf("process %d outlived pneuma", pid)
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
@@ -533,7 +520,7 @@ func TestKilledRunResumes(t *testing.T) {
 	_ = c.Process.Kill() // SIGKILL: no cleanup at all
 	_ = c.Wait()
 	for _, call := range fakecli.Calls(t, first) {
-		if fakecli.Alive(call.Pid) {
+		if !poll.Gone(t, call.Pid, 2*time.Second) {
 			t.Errorf("CLI %d outlived pneuma's SIGKILL", call.Pid)
 			_ = syscall.Kill(call.Pid, syscall.SIGKILL)
 		}
@@ -560,7 +547,7 @@ func TestKilledRunResumes(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("resume started the CLI %d times, want once (slow only)", len(calls))
 	}
-	if !contains(calls[0].Args, "--resume") || !contains(calls[0].Args, fakecli.DefaultSessionID) {
+	if !slices.Contains(calls[0].Args, "--resume") || !slices.Contains(calls[0].Args, fakecli.DefaultSessionID) {
 		t.Errorf("slow did not continue its session: %v", calls[0].Args)
 	}
 	if got := claudetest.Git(t, repo, "show", slow.Branch+":partial.txt"); strings.TrimSpace(got) != "partial" {

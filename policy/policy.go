@@ -64,10 +64,12 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 // Spec is a policy as written in the jobs file.
@@ -477,7 +479,7 @@ func (p *Policy) decideBash(cmdline string) Decision {
 			}
 			return p.byDefault(why)
 		}
-		if !contains(used, r.text) {
+		if !slices.Contains(used, r.text) {
 			used = append(used, r.text)
 		}
 	}
@@ -546,12 +548,12 @@ func denyCandidates(c command) []string {
 			return
 		}
 		s := strings.Join(words, " ")
-		if !contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 		if strings.Contains(words[0], "/") {
 			b := append([]string{path.Base(words[0])}, words[1:]...)
-			if s := strings.Join(b, " "); !contains(out, s) {
+			if s := strings.Join(b, " "); !slices.Contains(out, s) {
 				out = append(out, s)
 			}
 		}
@@ -620,7 +622,7 @@ func (p *Policy) explain(msg string) string {
 
 // clip shortens text quoted in a message.
 func clip(s string) string {
-	return truncate(oneLine(s), 200)
+	return text.Truncate(printable(s), 200)
 }
 
 // Tools returns the rule texts of the allow and deny lists, for example to

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 // summaryWindow bounds the text Summarize redacts, so that a call with a
@@ -84,7 +84,7 @@ func Summarize(tool string, input json.RawMessage, max int) string {
 		}
 		s = s[:cut]
 	}
-	return truncate(oneLine(redact.String(s)), max)
+	return text.Truncate(printable(redact.String(s)), max)
 }
 
 // rawText is a JSON value on one line, or the bytes as text when invalid.
@@ -108,9 +108,9 @@ func size(n int) string {
 	}
 }
 
-// oneLine makes s printable on one line: newlines become a visible "\n",
+// printable makes s printable on one line: newlines become a visible "\n",
 // other control characters and invalid UTF-8 a space or U+FFFD.
-func oneLine(s string) string {
+func printable(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	b.Grow(len(s))
@@ -129,16 +129,3 @@ func oneLine(s string) string {
 }
 
 // truncate cuts s to at most max runes, marking the cut with "…".
-func truncate(s string, max int) string {
-	if max <= 0 || utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max-1 {
-			return strings.TrimRight(s[:i], " ") + "…"
-		}
-		n++
-	}
-	return s
-}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -152,20 +153,11 @@ func (r *rule) appliesTo(tool string) bool {
 	case r.tool == tool:
 		return true
 	case r.tool == "Edit":
-		return contains(editTools, tool)
+		return slices.Contains(editTools, tool)
 	case r.tool == "Read":
-		return contains(readTools, tool)
+		return slices.Contains(readTools, tool)
 	case r.tool == "Agent" || r.tool == "Task":
 		return tool == "Agent" || tool == "Task"
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
 	}
 	return false
 }
@@ -375,6 +367,8 @@ func globSegments(pat, name []string) bool {
 		} else {
 			next[0] = false
 			for j := 1; j <= len(name); j++ {
+				// The only error is a malformed pattern, which then
+				// matches nothing: a rule never grants by accident.
 				m, _ := path.Match(seg, name[j-1])
 				next[j] = ok[j-1] && m
 			}

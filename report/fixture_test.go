@@ -1,15 +1,9 @@
 package report
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // nasty is model output at its worst: colours, cursor movement, an OSC
 // hyperlink, every C0 control, emoji, a CDATA terminator and XML markup.
@@ -74,23 +68,4 @@ func validJSON(t *testing.T, r *Report) []byte {
 		t.Fatalf("report does not validate: %v\n%s", err, data)
 	}
 	return data
-}
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it; review the diff)\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
-	}
 }

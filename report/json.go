@@ -58,8 +58,9 @@ func WriteJSON(path string, r *Report) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			// Clean-up after a failure; its own errors would hide the cause.
+			_ = f.Close()
+			_ = os.Remove(f.Name())
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -91,7 +92,7 @@ func syncDir(dir string) {
 		return
 	}
 	_ = d.Sync()
-	d.Close()
+	_ = d.Close() // read-only directory handle: nothing to flush
 }
 
 // ReadJSON reads the report at path. It refuses a file whose schema is not

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/golden"
 )
 
 func TestMarkdownGolden(t *testing.T) {
@@ -17,7 +19,7 @@ func TestMarkdownGolden(t *testing.T) {
 	if err := WriteMarkdown(&buf, r, MarkdownOptions{MaxBytes: GitHubSummaryLimit}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.md", buf.Bytes())
+	golden.Check(t, "summary.golden.md", buf.Bytes())
 }
 
 func TestMarkdownRows(t *testing.T) {

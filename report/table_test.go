@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/golden"
 )
 
 func TestTableGolden(t *testing.T) {
@@ -11,7 +13,7 @@ func TestTableGolden(t *testing.T) {
 	if err := Table(&buf, mixedReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden.txt", buf.Bytes())
+	golden.Check(t, "table.golden.txt", buf.Bytes())
 }
 
 func TestTableAligned(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/internal/tail"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -43,14 +45,14 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 	ctx, cancel := context.WithTimeout(ctx, v.timeout())
 	defer cancel()
 	start := time.Now()
-	out := &tailBuffer{max: verifyOutputLimit}
+	out := tail.New(verifyOutputLimit)
 	cmd := exec.CommandContext(ctx, v.Command[0], v.Command[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	proc.NewGroup(cmd)
+	proc.CancelBy(cmd, syscall.SIGKILL)
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res.DurationMS = time.Since(start).Milliseconds()
@@ -68,10 +70,12 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 		fmt.Fprintf(out, "[pneuma: could not run %s: %v]\n", v.Command[0], err)
 	}
 	if cmd.Process != nil {
-		// Anything the command left running in its group goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// Anything the command left running in its group goes with it. An
+		// error here can only be a group already gone (not an error to
+		// proc.Signal) or a permission the child cannot have revoked.
+		_ = proc.Signal(cmd.Process, syscall.SIGKILL)
 	}
-	res.Output = redact.String(out.String())
+	res.Output = redact.String(verifyOutput(out))
 	return res
 }
 
@@ -88,25 +92,11 @@ func verifyFollowUp(r report.VerifyRound) string {
 	return b.String()
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	buf     []byte
-	max     int
-	dropped int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.dropped += min(over, len(t.buf)+len(p))
+// verifyOutput is the kept end of the command's output, after a note of how
+// much came before it.
+func verifyOutput(t *tail.Buffer) string {
+	if n := t.Dropped(); n > 0 {
+		return fmt.Sprintf("[… %d bytes before this …]\n", n) + t.String()
 	}
-	t.buf = appendBounded(t.buf, p, t.max)
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	if t.dropped > 0 {
-		return fmt.Sprintf("[… %d bytes before this …]\n", t.dropped) + string(t.buf)
-	}
-	return string(t.buf)
+	return t.String()
 }

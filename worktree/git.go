@@ -9,8 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/pneuma-cli/pneuma/internal/proc"
+	"github.com/pneuma-cli/pneuma/internal/tail"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 // stderrTail bounds how much of git's stderr an error carries.
@@ -31,17 +35,18 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	msg := "git " + subcommand(e.Args) + ": " + e.Err.Error()
 	if e.Stderr != "" {
-		msg += ": " + oneLine(e.Stderr)
+		msg += ": " + joinMessages(e.Stderr)
 	}
 	return msg
 }
 
-// oneLine joins git's message lines: a line that starts a new message
-// ("fatal: ", "hint: ", ...) after "; ", a wrapped continuation after " ".
-func oneLine(s string) string {
+// joinMessages puts git's message lines on one line: a line that starts a
+// new message ("fatal: ", "hint: ", ...) after "; ", a wrapped continuation
+// after " ". Unlike text.Fold it keeps where one message ends.
+func joinMessages(s string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(s, "\n") {
-		l = strings.Join(strings.Fields(l), " ")
+		l = text.Fold(l)
 		if l == "" {
 			continue
 		}
@@ -148,54 +153,30 @@ func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
 	} else {
 		cmd.Stdout = &out
 	}
-	stderr := &tailBuffer{max: stderrTail}
+	stderr := tail.New(stderrTail)
 	cmd.Stderr = stderr
-	setProcAttr(cmd)
+	// Its own group, so a Ctrl-C on the terminal reaches pneuma only (which
+	// may still want to commit leftover work); cancellation sends SIGTERM to
+	// that group: git removes its lock files and half-made worktrees on
+	// SIGTERM, while SIGKILL would leave a stale index.lock behind that
+	// blocks every later git command in that repository.
+	proc.NewGroup(cmd)
+	proc.CancelBy(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
-		return out.Bytes(), &CommandError{Args: r.args, Stderr: stderr.String(), Err: err}
+		return out.Bytes(), &CommandError{Args: r.args, Stderr: stderrText(stderr), Err: err}
 	}
 	return out.Bytes(), nil
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	buf []byte
-	cut bool
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		t.cut = true
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-// String returns the kept text, trimmed, without the intermediate states of
-// progress lines (redrawn with '\r').
-func (t *tailBuffer) String() string {
-	b := t.buf
-	prefix := ""
-	if t.cut {
-		// Do not start in the middle of a UTF-8 sequence.
-		for len(b) > 0 && !utf8.RuneStart(b[0]) {
-			b = b[1:]
-		}
-		prefix = "..."
-	}
-	lines := strings.Split(string(b), "\n")
+// stderrText returns the kept end of git's stderr, trimmed, without the
+// intermediate states of progress lines (redrawn with '\r'), and with "..."
+// in front when its start was cut.
+func stderrText(t *tail.Buffer) string {
+	lines := strings.Split(t.String(), "\n")
 	for i, l := range lines {
 		l = strings.TrimRight(l, "\r")
 		if j := strings.LastIndexByte(l, '\r'); j >= 0 {
@@ -207,5 +188,8 @@ func (t *tailBuffer) String() string {
 	if s == "" {
 		return ""
 	}
-	return prefix + s
+	if t.Dropped() > 0 {
+		return "..." + s
+	}
+	return s
 }

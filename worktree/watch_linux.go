@@ -49,14 +49,16 @@ func startWatch(dir string) watchImpl {
 		w.gitDir = gd
 		w.ref, w.sha, err = branchRef(gd)
 	}
+	// Without a watch callers scan; the fd just opened has nothing to lose
+	// on close.
 	if !ok || err != nil {
-		w.close()
+		_ = w.close()
 		return nil
 	}
 	for i, d := range dirs {
 		wd, err := syscall.InotifyAddWatch(fd, d, watchMask)
 		if err != nil {
-			w.close()
+			_ = w.close()
 			return nil
 		}
 		switch i {
@@ -80,7 +82,7 @@ func watchDirs(dir string) (dirs []string, ok bool) {
 			return nil, false
 		}
 		entries, err := f.ReadDir(-1)
-		f.Close()
+		_ = f.Close() // read-only directory handle: nothing to flush
 		if err != nil {
 			return nil, false
 		}

@@ -8,9 +8,14 @@
 // is much slower than git on big trees. Refs are read with go-git, with the
 // git CLI as the fallback for anything go-git cannot answer.
 //
-// Nothing here discards uncommitted work: no `worktree remove --force`, no
-// `reset --hard`, no `clean`. A worktree with uncommitted changes is never
-// removed (*DirtyError).
+// Nothing here discards uncommitted work. There is no `worktree remove
+// --force`, and a worktree with uncommitted changes (per git status,
+// untracked files included) is never removed or reused (*DirtyError).
+// `reset --hard` and `clean` run only where that cannot lose work: Create
+// runs `reset --hard` in a worktree it has just added with --no-checkout (no
+// files yet), and Reuse runs `checkout -f` and `clean -ffdx` only in a
+// worktree whose status is clean, so what they delete is ignored files
+// (build output), never a job's changes.
 package worktree
 
 import (
@@ -290,7 +295,7 @@ func (m *Manager) Exclude(repo, pattern string) error {
 		line = "\n" + line
 	}
 	if _, err := f.WriteString(line); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("exclude %q: %w", pattern, err)
 	}
 	if err := f.Close(); err != nil {
@@ -420,6 +425,8 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 		// before checking out stays. Delete it (only if it still points at
 		// the base and no worktree directory survived) so that a retry, or
 		// a rerun of the job, can create it again.
+		// Best effort: the add's error is the one to report, and a branch
+		// left behind only makes the retry fail with ExistsError.
 		if !isDir(path) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = m.output(cctx, "-C", o.Repo, "update-ref", "-d", ref, sha)
@@ -682,6 +689,8 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 			return err
 		}
 		if _, err := m.output(ctx, "-C", to, "symbolic-ref", "HEAD", ref); err != nil {
+			// Best effort, as in create: the symbolic-ref error is the one
+			// to report.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = m.output(cctx, "-C", to, "update-ref", "-d", ref, sha)
 			cancel()

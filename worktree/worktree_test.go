@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/tail"
 )
 
 // testManager returns a Manager whose git sees none of the developer's
@@ -706,28 +708,30 @@ func TestCommandError(t *testing.T) {
 	}
 }
 
-func TestTailBuffer(t *testing.T) {
-	tb := &tailBuffer{max: 8}
-	tb.Write([]byte("hello "))
-	tb.Write([]byte("wörld!"))
-	if got := tb.String(); got != "...wörld!" {
-		t.Errorf("tail = %q", got)
+func TestStderrText(t *testing.T) {
+	tests := []struct {
+		name   string
+		max    int
+		writes []string
+		want   string
+	}{
+		{"cut start marked, trimmed", 8, []string{"hello ", "wörld!"}, "...wörld!"},
+		{"progress redraws dropped", 1024, []string{"Updating files: 10% (1/10)\rUpdating files: 100% (10/10), done.\r\nfatal: boom\n"},
+			"Updating files: 100% (10/10), done.\nfatal: boom"},
+		{"cut inside a rune", 5, []string{"xé", "abcd"}, "...abcd"},
+		{"one long write", 4, []string{"0123456789"}, "...6789"},
+		{"only space", 16, []string{" \n\r\n"}, ""},
 	}
-	tb = &tailBuffer{max: 1024}
-	tb.Write([]byte("Updating files: 10% (1/10)\rUpdating files: 100% (10/10), done.\r\nfatal: boom\n"))
-	if got := tb.String(); got != "Updating files: 100% (10/10), done.\nfatal: boom" {
-		t.Errorf("tail = %q", got)
-	}
-	tb = &tailBuffer{max: 5}
-	tb.Write([]byte("xé"))
-	tb.Write([]byte("abcd")) // the cut falls inside é
-	if got := tb.String(); got != "...abcd" {
-		t.Errorf("tail = %q", got)
-	}
-	tb = &tailBuffer{max: 4}
-	tb.Write([]byte("0123456789"))
-	if got := tb.String(); got != "...6789" {
-		t.Errorf("tail = %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb := tail.New(tt.max)
+			for _, w := range tt.writes {
+				tb.Write([]byte(w))
+			}
+			if got := stderrText(tb); got != tt.want {
+				t.Errorf("stderrText() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/proc"
 )
 
 // EnvVar names the environment variable that points tests at a CLI binary.
@@ -243,8 +245,8 @@ func RunCLI(t testing.TB, ctx context.Context, bin, dir string, env *Env, stdin 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Own process group: the CLI's Bash tool starts children that must die with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	proc.NewGroup(cmd)
+	proc.CancelBy(cmd, syscall.SIGKILL)
 	cmd.WaitDelay = 5 * time.Second
 
 	start := time.Now()
@@ -252,8 +254,10 @@ func RunCLI(t testing.TB, ctx context.Context, bin, dir string, env *Env, stdin 
 		t.Fatalf("start %s: %v", bin, err)
 	}
 	err := cmd.Wait()
-	// Leftovers of the group (tool processes); ESRCH when there are none.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// Leftovers of the group (tool processes); a group already gone is not
+	// an error, and any other failure shows as a survivor in the tests that
+	// check for leaks.
+	_ = proc.Signal(cmd.Process, syscall.SIGKILL)
 	r := &Run{Stdout: stdout.Bytes(), Stderr: stderr.String(), Duration: time.Since(start), ExitCode: cmd.ProcessState.ExitCode()}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {

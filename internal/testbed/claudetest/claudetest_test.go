@@ -9,13 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // helperVar makes the test binary act as a stand-in CLI (the re-exec helper
@@ -154,26 +153,9 @@ func TestRunCLIKillsProcessGroupAtContextEnd(t *testing.T) {
 		t.Fatalf("lines %v, stderr %s", run.Lines, run.Stderr)
 	}
 	pid := int(children[0]["pid"].(float64))
-	deadline := time.Now().Add(5 * time.Second)
-	alive := func() bool { return syscall.Kill(pid, 0) == nil && !isZombie(pid) }
-	for alive() && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive() {
+	if !poll.Gone(t, pid, 5*time.Second) {
 		t.Errorf("grandchild %d survived its process group", pid)
 	}
-}
-
-// isZombie reports whether pid has exited but not been reaped yet.
-func isZombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// pid (comm) STATE ...
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
 
 func TestGitRepo(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 
 const runTimeout = 60 * time.Second
 
-// opusCost is the price formula of reference section 2.5 for claude-opus-4-8:
+// opusCost is the CLI's price formula (docs/claude-cli.md, section 2.5) for claude-opus-4-8:
 // $5 / $25 per MTok, cache writes at 1.25× and cache reads at 0.1× input.
 func opusCost(u fakeapi.Usage) float64 {
 	const in, out = 5.0, 25.0

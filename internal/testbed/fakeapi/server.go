@@ -7,7 +7,7 @@
 // HTTP errors with headers, slow or broken streams and requests that never
 // answer. It records every request, so tests can assert on what the real
 // Claude Code CLI sent (model, messages, tool names). The wire format is the
-// one Claude Code 2.1.197 accepts (shared/reference/claude-cli.md, section 6).
+// one Claude Code 2.1.197 accepts (docs/claude-cli.md, section 6).
 package fakeapi
 
 import (

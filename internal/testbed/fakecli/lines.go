@@ -2,10 +2,10 @@ package fakecli
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // The builders below produce stdout lines shaped like the samples measured
@@ -183,21 +183,8 @@ func line(v any) string {
 // Alive reports whether process pid still runs (a zombie counts as gone).
 // It waits up to two seconds for a dying process to go, so tests that
 // check "nothing outlived the job" do not race the kernel's reaping.
+// Prefer poll.Gone: without /proc Alive reports every process gone, while
+// Gone fails the test.
 func Alive(pid int) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		// The state follows the ")" that ends the command name.
-		s := string(data)
-		if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return !poll.Until(2*time.Second, func() bool { return !poll.Running(pid) })
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 func TestLoopback(t *testing.T) {
@@ -46,15 +47,14 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	go func() { done <- run(ctx, []string{"-text", "bench ok", "-url-file", urlFile}, &stdout, &stderr) }()
 
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(urlFile); err == nil {
-			url = strings.TrimSpace(string(b))
-			break
-		}
-	}
-	if url == "" {
+	if !poll.Until(10*time.Second, func() bool {
+		b, err := os.ReadFile(urlFile)
+		url = strings.TrimSpace(string(b))
+		return err == nil && url != ""
+	}) {
 		cancel()
-		t.Fatalf("no URL written; stderr: %s", stderr.String())
+		<-done
+		t.Fatalf("no URL written within 10s; stderr: %s", stderr.String())
 	}
 	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
