@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestImportDirection keeps the package graph as ARCHITECTURE.md draws it:
-// main → cmd → everything else, core packages free of the CLI libraries and
-// of os.Stdout-owning code, and leaves importing no siblings they should not.
+// TestImportDirection keeps the package graph as docs/architecture.md draws
+// it: main → cmd → everything else, core packages free of the CLI libraries
+// and of os.Stdout-owning code, and leaves importing no siblings they should
+// not.
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/pneuma-cli/pneuma/"
 	forbidden := map[string][]string{

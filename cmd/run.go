@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/worktree"
@@ -84,6 +85,9 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 			opts, err := loadRunOptions(v, c, io)
 			if err != nil {
 				return err
+			}
+			if opts.JSON {
+				markJSON(c) // PNEUMA_JSON or json: in the config file
 			}
 			opts.JobsFile = args[0]
 			if runF != nil {
@@ -313,7 +317,7 @@ func printPlan(io *IO, p *runner.Plan) error {
 		}
 		fmt.Fprintf(io.Out, "  argv     %s\n", quoteArgv(append([]string{p.Binary}, j.Args()...)))
 		for i, pr := range j.Prompts {
-			fmt.Fprintf(io.Out, "  prompt %d %s\n", i+1, shorten(pr, 100))
+			fmt.Fprintf(io.Out, "  prompt %d %s\n", i+1, text.Shorten(pr, 100))
 		}
 	}
 	return nil
@@ -338,18 +342,9 @@ func quoteArgv(argv []string) string {
 	return strings.Join(out, " ")
 }
 
-func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // MinCLIVersion is the oldest Claude Code CLI pneuma drives: it needs
 // stream-json input with the control protocol. pneuma is tested against
-// 2.1.197 (reference/claude-cli.md).
+// 2.1.197 (docs/claude-cli.md).
 const MinCLIVersion = "2.0.0"
 
 // checkCLI makes sure bin is a Claude Code CLI recent enough for pneuma.

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/policy"
 )
 
@@ -110,7 +112,8 @@ func (a *audit) event(ev claude.Event) {
 			okv := !b.IsError
 			e.OK = &okv
 			if b.IsError {
-				e.Error = redact.String(firstLine(blockText(b.Content), 300))
+				line, _, _ := strings.Cut(blockText(b.Content), "\n")
+				e.Error = redact.String(text.Truncate(line, 300))
 			}
 			a.write(e)
 			delete(a.pending, b.ToolUseID)
@@ -195,17 +198,4 @@ func blockText(raw json.RawMessage) string {
 		return out
 	}
 	return string(raw)
-}
-
-func firstLine(s string, n int) string {
-	for i, r := range s {
-		if r == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -23,8 +24,6 @@ func TestMain(m *testing.M) {
 // Faults the real CLI will not produce on demand, played by the fake CLI.
 // Each must end in bounded time with the right status and reason, keep the
 // job's work committed on its branch, and leave no process behind.
-
-const sid = fakecli.DefaultSessionID
 
 func okResult(cost float64) fakecli.Step {
 	return fakecli.Step{Line: fakecli.ResultLine("{{session}}", fakecli.ResultOpts{Text: "done", NumTurns: 1, CostUSD: cost, Usage: fakecli.Usage{Input: 10, Output: 5}})}
@@ -270,13 +269,8 @@ func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
 // touchWhenReady writes a file into dir as the agent would: once the fake
 // CLI at bin has started in it.
 func touchWhenReady(t *testing.T, bin, dir, name string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(fakecli.Calls(t, bin)) > 0 {
-			_ = os.WriteFile(filepath.Join(dir, name), []byte("work in progress\n"), 0o644)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if poll.Until(10*time.Second, func() bool { return len(fakecli.Calls(t, bin)) > 0 }) {
+		_ = os.WriteFile(filepath.Join(dir, name), []byte("work in progress\n"), 0o644) // the job's check says if it is missing
 	}
 }
 

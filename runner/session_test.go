@@ -13,6 +13,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -44,20 +45,19 @@ func (e *events) len() int {
 // waitFrom is wait among the events after the first from.
 func (e *events) waitFrom(t *testing.T, from int, typ, sub string) runner.SessionEvent {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	var found runner.SessionEvent
+	poll.Eventually(t, time.Minute, func() bool {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, ev := range e.all[from:] {
 			if ev.Type == typ && strings.Contains(string(ev.Data), sub) {
-				e.mu.Unlock()
-				return ev
+				found = ev
+				return true
 			}
 		}
-		e.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s event containing %q; events:\n%s", typ, sub, e)
-	return runner.SessionEvent{}
+		return false
+	}, "no %s event containing %q; events:\n%s", typ, sub, e)
+	return found
 }
 
 func (e *events) count(typ string) int {
@@ -211,10 +211,7 @@ func TestSessionPermissionOutcomesAndInterrupt(t *testing.T) {
 		mark = ev.len()
 		n := ev.count("permission_request")
 		_ = s.Send(strings.TrimSuffix(decision.Message, "!") + " please")
-		deadline := time.Now().Add(time.Minute)
-		for ev.count("permission_request") == n && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		poll.Eventually(t, time.Minute, func() bool { return ev.count("permission_request") > n }, "no permission request")
 		if decision.Behavior == "" {
 			return mark // let it time out
 		}
