@@ -144,53 +144,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// pneuma itself dies (even by SIGKILL) the kernel kills the CLI, so no
 	// job outlives pneuma; a run resumed with --resume continues its session.
 	proc.NewGroupTied(cmd)
-
-	var files []*os.File // every pipe end, closed on failure
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	fail := func(err error) (*Process, error) {
-		// Start already failed; a close error on a pipe nobody used adds nothing.
-		for _, f := range files {
-			_ = f.Close()
-		}
+	pp, err := startPiped(cmd, cfg.Stderr != nil)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
 	}
-	inR, inW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	// Stdout is an *os.File so that cmd.Wait returns when the process exits,
-	// even while a grandchild still holds the pipe: Wait then kills the group
-	// and drains the pipe itself.
-	outR, outW, err := pipe()
-	if err != nil {
-		return fail(err)
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	var errR, errW *os.File
-	if cfg.Stderr != nil {
-		if errR, errW, err = pipe(); err != nil {
-			return fail(err)
-		}
-		cmd.Stderr = errW
-	}
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	// The child holds its own copies of these ends; pneuma's are closed so
-	// that EOF arrives when the child exits. Closing an unused pipe end
-	// cannot lose data.
-	_ = inR.Close()
-	_ = outW.Close()
-	if errW != nil {
-		_ = errW.Close()
-	}
-
 	p := &Process{
 		cmd:        cmd,
 		marker:     marker,
@@ -198,10 +155,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
 		raw:        cfg.Raw,
-		stdin:      inW,
+		stdin:      pp.stdin,
 		writeSem:   make(chan struct{}, 1),
-		stdout:     outR,
-		stderr:     errR,
+		stdout:     pp.stdout,
+		stderr:     pp.stderr,
 		stderrDst:  cfg.Stderr,
 		events:     make(chan Event, 32),
 		exited:     make(chan struct{}),
@@ -218,6 +175,62 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	go p.copyStderr()
 	go p.wait()
 	return p, nil
+}
+
+// pipes are pneuma's ends of a started CLI's stdin, stdout and stderr
+// (stderr nil when not captured).
+type pipes struct {
+	stdin, stdout, stderr *os.File
+}
+
+// startPiped starts cmd with its standard streams on pipes. Stdout is an
+// *os.File so that cmd.Wait returns when the process exits, even while a
+// grandchild still holds the pipe: Wait then kills the group and drains the
+// pipe itself.
+func startPiped(cmd *exec.Cmd, withStderr bool) (pipes, error) {
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	fail := func(err error) (pipes, error) {
+		// Start already failed; a close error on a pipe nobody used adds nothing.
+		for _, f := range files {
+			_ = f.Close()
+		}
+		return pipes{}, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	var errR, errW *os.File
+	if withStderr {
+		if errR, errW, err = pipe(); err != nil {
+			return fail(err)
+		}
+		cmd.Stderr = errW
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	// The child holds its own copies of these ends; pneuma's are closed so
+	// that EOF arrives when the child exits. Closing an unused pipe end
+	// cannot lose data.
+	_ = inR.Close()
+	_ = outW.Close()
+	if errW != nil {
+		_ = errW.Close()
+	}
+	return pipes{stdin: inW, stdout: outR, stderr: errR}, nil
 }
 
 // Pid is the CLI's process id, which is also its process group id.

@@ -384,7 +384,25 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 			unlock()
 		}
 	}()
+	if err := m.checkFree(ctx, o.Repo, path, o.Branch); err != nil {
+		return err
+	}
+	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha); err != nil {
+		return err
+	}
+	// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
+	// the checkout, which is most of the time on a big tree, runs
+	// concurrently in the worktree's own index.
+	locked = false
+	unlock()
+	if _, err := m.output(ctx, "-C", path, "reset", "--hard", "--quiet", sha); err != nil {
+		return fmt.Errorf("check out %s: %w", shortSHA(sha), err)
+	}
+	return nil
+}
 
+// checkFree makes sure neither the worktree's path nor its branch exists.
+func (m *Manager) checkFree(ctx context.Context, repo, path, branch string) error {
 	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
 		return &ExistsError{Kind: "path", Name: path}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -393,30 +411,26 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 		}
 		return &ExistsError{Kind: "path", Name: path}
 	}
-	ref := "refs/heads/" + o.Branch
-	if m.refExists(ctx, o.Repo, ref) {
-		return &ExistsError{Kind: "branch", Name: o.Branch}
+	if m.refExists(ctx, repo, "refs/heads/"+branch) {
+		return &ExistsError{Kind: "branch", Name: branch}
 	}
+	return nil
+}
 
+// addWorktree adds the worktree without checking it out, retrying while
+// another git process holds a lock of the repository.
+func (m *Manager) addWorktree(ctx context.Context, repo, path, branch, sha string) error {
 	for attempt := 0; ; attempt++ {
-		// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
-		// the checkout, which is most of the time on a big tree, runs
-		// concurrently below in the worktree's own index.
-		_, err = m.output(ctx, "-C", o.Repo, "worktree", "add", "--quiet", "--no-checkout", "-b", o.Branch, "--", path, sha)
+		_, err := m.output(ctx, "-C", repo, "worktree", "add", "--quiet", "--no-checkout", "-b", branch, "--", path, sha)
 		if err == nil {
-			locked = false
-			unlock()
-			if _, err := m.output(ctx, "-C", path, "reset", "--hard", "--quiet", sha); err != nil {
-				return fmt.Errorf("check out %s: %w", shortSHA(sha), err)
-			}
 			return nil
 		}
 		var ce *CommandError
 		if errors.As(err, &ce) {
 			switch {
 			case strings.Contains(ce.Stderr, "a branch named"):
-				// Someone else's branch, made since the check above.
-				return &ExistsError{Kind: "branch", Name: o.Branch}
+				// Someone else's branch, made since checkFree.
+				return &ExistsError{Kind: "branch", Name: branch}
 			case strings.Contains(ce.Stderr, "' already exists"):
 				return &ExistsError{Kind: "path", Name: path}
 			}
@@ -429,7 +443,7 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 		// left behind only makes the retry fail with ExistsError.
 		if !isDir(path) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			_, _ = m.output(cctx, "-C", o.Repo, "update-ref", "-d", ref, sha)
+			_, _ = m.output(cctx, "-C", repo, "update-ref", "-d", "refs/heads/"+branch, sha)
 			cancel()
 		}
 		if !lockContention(err) || attempt == lockRetries || ctx.Err() != nil {
