@@ -259,4 +259,6 @@ func (e *entry) recount() error {
 }
 
 // isTerminal: a closed or failed session takes no more messages.
-func isTerminal(status string) bool { return slices.Contains([]string{StatusClosed, StatusFailed}, status) }
+func isTerminal(status string) bool {
+	return slices.Contains([]string{StatusClosed, StatusFailed}, status)
+}

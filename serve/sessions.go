@@ -307,7 +307,6 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.
 	writeJSON(w, http.StatusOK, raws(evs))
 }
 
-
 func raws(evs []eventlog.Event) []json.RawMessage {
 	out := make([]json.RawMessage, len(evs))
 	for i, ev := range evs {

@@ -78,7 +78,9 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 // validateSpec checks the values a type cannot.
 func validateSpec(s *SessionSpec) []Problem {
 	var p []Problem
-	bad := func(f, format string, args ...any) { p = append(p, Problem{Field: f, Message: fmt.Sprintf(format, args...)}) }
+	bad := func(f, format string, args ...any) {
+		p = append(p, Problem{Field: f, Message: fmt.Sprintf(format, args...)})
+	}
 	if s.PermissionMode != "" && !slices.Contains(permissionModes, s.PermissionMode) {
 		bad("permission_mode", "must be one of %s, not %q", strings.Join(permissionModes, ", "), s.PermissionMode)
 	}

@@ -277,4 +277,3 @@ func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error)
 	}
 	return nil, fmt.Errorf("%s is not a message for a session", m.Type)
 }
-
