@@ -101,13 +101,16 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	}
 }
 
-// authenticate reads the first message, which must be a valid auth.
+// authenticate reads the first message, which must be a valid auth. The
+// deadline closes the connection itself: a Read whose context ends would
+// drop it without the 4001.
 func (c *wsConn) authenticate(ctx context.Context) bool {
-	actx, cancel := context.WithTimeout(ctx, c.s.cfg.AuthTimeout)
-	defer cancel()
-	_, data, err := c.conn.Read(actx)
-	if err != nil {
+	timer := time.AfterFunc(c.s.cfg.AuthTimeout, func() {
 		c.conn.Close(CloseUnauthorized, "no auth message within the time allowed")
+	})
+	defer timer.Stop()
+	_, data, err := c.conn.Read(ctx)
+	if err != nil {
 		return false
 	}
 	m, err := decodeClientMessage(data)
@@ -115,7 +118,7 @@ func (c *wsConn) authenticate(ctx context.Context) bool {
 		c.conn.Close(CloseUnauthorized, "the first message must be a valid auth")
 		return false
 	}
-	return true
+	return timer.Stop()
 }
 
 // loop handles the client's messages. A subscribe in the first moments
