@@ -58,7 +58,11 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 	for _, k := range keys {
 		i, ok := index[k]
 		if !ok {
-			probs = append(probs, Problem{Field: k, Message: "unknown field" + suggest(k, index)})
+			field := k
+			if field == "" {
+				field = `""`
+			}
+			probs = append(probs, Problem{Field: field, Message: "unknown field" + suggest(k, index)})
 			continue
 		}
 		if err := strictUnmarshal(fields[k], v.Field(i).Addr().Interface()); err != nil {
