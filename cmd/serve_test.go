@@ -33,7 +33,9 @@ func TestServeLifecycle(t *testing.T) {
 	defer cancel()
 	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude") }()
+	go func() {
+		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude")
+	}()
 	var url string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if i := strings.Index(out.String(), "http://"); i >= 0 && strings.Contains(out.String()[i:], "\n") {

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -229,5 +228,4 @@ func TestRestart(t *testing.T) {
 	if m["seq"] != before.LastSeq+1 || b2.engine.restores != 1 {
 		t.Fatalf("next message: %v (last %d), restores %d", m, before.LastSeq, b2.engine.restores)
 	}
-	fmt.Sprint()
 }
