@@ -260,6 +260,7 @@ func (e *entry) send(ctx context.Context, content, clientMsgID string) (msgRef, 
 // of its turn (the turn-th result of the session), once that result is in.
 func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, error) {
 	for {
+		last := e.log.LastSeq()
 		e.mu.Lock()
 		var resultSeq int64
 		if len(e.results) >= ref.turn {
@@ -269,11 +270,15 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, err
 		if resultSeq > 0 {
 			return e.log.Read(ref.seq-1, int(resultSeq-ref.seq+1))
 		}
-		last := e.log.LastSeq()
-		if _, err := e.log.Wait(ctx, last); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
+		// onEvent records a result just after appending it: a short wait
+		// covers the moment between the two.
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := e.log.Wait(wctx, last)
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 	}
