@@ -96,6 +96,7 @@ func NewRootCmd(io *IO) *cobra.Command {
 		NewCmdHistory(io),
 		NewCmdReport(io),
 		NewCmdClean(io),
+		NewCmdServe(io, nil),
 	)
 	return root
 }

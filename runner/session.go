@@ -207,6 +207,16 @@ func sessionLabel(name, id string) string {
 	return id
 }
 
+// CheckRoots returns an *OutsideRootsError unless path resolves (symlinks
+// followed) under one of roots; no roots allow any path.
+func CheckRoots(path string, roots []string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || !underRoots(real, roots) {
+		return &OutsideRootsError{Repo: path, Roots: roots}
+	}
+	return nil
+}
+
 // underRoots reports whether path (symlinks resolved) is inside one of roots.
 func underRoots(path string, roots []string) bool {
 	if len(roots) == 0 {

@@ -55,6 +55,7 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 	}
 	doc := root.Content[0]
 	notePaths(d.paths, doc, "")
+	d.paths[doc] = "(body)"
 	if doc.Kind != yaml.MappingNode {
 		d.errorf(doc, "a session request must be a JSON object, not %s", kindName(doc))
 		return nil, d.err()

@@ -1,0 +1,341 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/serve/eventlog"
+)
+
+// entry is one session of the registry: the runner session while it is
+// open, its event log, and what serve itself owns (client_msg_id
+// deduplication, turn counting for wait, session.json).
+type entry struct {
+	cfg *Config
+	id  string
+	log *eventlog.Log
+
+	// op serialises the calls that change the session's life (send, close,
+	// shutdown), so user_message seqs are in the order of Send calls.
+	op sync.Mutex
+
+	mu      sync.Mutex
+	sess    Session // nil before a restored session's next message, and after close
+	state   SessionState
+	final   *SessionSummary
+	msgs    map[string]msgRef
+	sent    int     // user messages sent
+	results []int64 // seq of each result event
+	dirty   chan struct{}
+	stop    chan struct{}
+	saving  sync.WaitGroup
+}
+
+// msgRef is what a client_msg_id was answered.
+type msgRef struct {
+	seq  int64
+	turn int
+}
+
+var (
+	errClosed   = errors.New("session is closed")
+	errNoEngine = errors.New("this server cannot open sessions (no session engine)")
+)
+
+func newEntry(cfg *Config, id string, log *eventlog.Log) *entry {
+	return &entry{cfg: cfg, id: id, log: log, msgs: map[string]msgRef{}, dirty: make(chan struct{}, 1)}
+}
+
+// snapshot is the session's state as it stands.
+func (e *entry) snapshot() SessionState {
+	e.mu.Lock()
+	sess, st := e.sess, e.state
+	e.mu.Unlock()
+	if sess != nil {
+		st = sess.State()
+		st.ID = e.id
+	}
+	return st
+}
+
+// eventObject builds {"type":T,"time":...,<data's fields>} on one line.
+func eventObject(typ string, t time.Time, data []byte) []byte {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		wrapped, _ := json.Marshal(map[string]json.RawMessage{"data": orNull(data)})
+		data = wrapped
+	}
+	if bytes.IndexByte(data, '\n') >= 0 {
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, data)
+		data = buf.Bytes()
+	}
+	b := make([]byte, 0, len(data)+64)
+	b = append(b, `{"type":`...)
+	b, _ = appendJSONString(b, typ)
+	b = append(b, `,"time":"`...)
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if len(data) > 2 {
+		b = append(b, ',')
+		b = append(b, data[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	return b
+}
+
+func orNull(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
+}
+
+// append writes one of serve's own events to the log.
+func (e *entry) append(typ string, fields any) (int64, error) {
+	data, err := json.Marshal(fields)
+	if err != nil {
+		return 0, err
+	}
+	return e.log.Append(typ, eventObject(typ, time.Now(), data))
+}
+
+// onEvent is runner's OnEvent: into the log, and session.json is saved
+// soon after a change of status or a result.
+func (e *entry) onEvent(ev SessionEvent) {
+	seq, err := e.log.Append(ev.Type, eventObject(ev.Type, time.Now(), ev.Data))
+	if err != nil {
+		e.cfg.Logf("session %s: event %s: %v", e.id, ev.Type, err)
+		return
+	}
+	switch ev.Type {
+	case "result":
+		e.mu.Lock()
+		e.results = append(e.results, seq)
+		e.mu.Unlock()
+		e.markDirty()
+	case "status_change", "permission_request", "permission_resolved", "session_init", "cli_exited":
+		e.markDirty()
+	}
+}
+
+func (e *entry) markDirty() {
+	select {
+	case e.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// startSaver saves session.json after changes, outside OnEvent (which must
+// not call back into the session).
+func (e *entry) startSaver() {
+	e.stop = make(chan struct{})
+	e.saving.Add(1)
+	go func(stop <-chan struct{}) {
+		defer e.saving.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-e.dirty:
+				if err := e.save(); err != nil {
+					e.cfg.Logf("session %s: %v", e.id, err)
+				}
+			}
+		}
+	}(e.stop)
+}
+
+func (e *entry) stopSaver() {
+	if e.stop != nil {
+		close(e.stop)
+		e.saving.Wait()
+		e.stop = nil
+	}
+}
+
+// save writes session.json.
+func (e *entry) save() error {
+	st := e.snapshot()
+	e.mu.Lock()
+	sv := saved{State: st, Final: e.final}
+	e.mu.Unlock()
+	data, err := json.MarshalIndent(sv, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(runner.StateDir(e.cfg.StateDir).Session(e.id).SessionFile(), data)
+}
+
+// open opens the runner session (a new one, or a restored one at its next
+// message); called with op held.
+func (e *entry) open(ctx context.Context, spec *SessionSpec, restore *SessionState) (Session, error) {
+	if e.cfg.Engine == nil {
+		return nil, errNoEngine
+	}
+	sess, err := e.cfg.Engine.Open(ctx, spec, SessionOptions{
+		ID:      e.id,
+		Dir:     runner.StateDir(e.cfg.StateDir).Session(e.id),
+		WorkDir: e.cfg.WorkDir,
+		Roots:   e.cfg.Roots,
+		Binary:  e.cfg.Binary,
+		Environ: e.cfg.Environ,
+		OnEvent: e.onEvent,
+		Restore: restore,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.sess = sess
+	e.mu.Unlock()
+	e.startSaver()
+	return sess, nil
+}
+
+// live returns the open session, reopening a restored one; called with op held.
+func (e *entry) live(ctx context.Context) (Session, error) {
+	e.mu.Lock()
+	sess, st := e.sess, e.state
+	e.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	if isTerminal(st.Status) {
+		return nil, errClosed
+	}
+	return e.open(ctx, nil, &st) // a restore reopens the saved plan
+}
+
+// send writes the user_message event, then hands the turn to the session.
+// A client_msg_id already seen gets its first answer and nothing is sent.
+func (e *entry) send(ctx context.Context, content, clientMsgID string) (msgRef, error) {
+	e.op.Lock()
+	defer e.op.Unlock()
+	e.mu.Lock()
+	ref, dup := e.msgs[clientMsgID]
+	e.mu.Unlock()
+	if dup && clientMsgID != "" {
+		return ref, nil
+	}
+	sess, err := e.live(ctx)
+	if err != nil {
+		return msgRef{}, err
+	}
+	seq, err := e.append("user_message", struct {
+		Content     string `json:"content"`
+		ClientMsgID string `json:"client_msg_id,omitempty"`
+	}{content, clientMsgID})
+	if err != nil {
+		return msgRef{}, err
+	}
+	if err := sess.Send(content); err != nil {
+		_, _ = e.append("error", map[string]string{"message": fmt.Sprintf("message %d not sent: %v", seq, err), "code": "send_failed"})
+		return msgRef{}, fmt.Errorf("send: %w", err)
+	}
+	e.mu.Lock()
+	e.sent++
+	ref = msgRef{seq: seq, turn: e.sent}
+	if clientMsgID != "" {
+		e.msgs[clientMsgID] = ref
+	}
+	e.mu.Unlock()
+	return ref, nil
+}
+
+// waitTurn returns the events from a message's user_message to the result
+// of its turn (the turn-th result of the session), once that result is in.
+func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, error) {
+	for {
+		last := e.log.LastSeq()
+		e.mu.Lock()
+		var resultSeq int64
+		if len(e.results) >= ref.turn {
+			resultSeq = e.results[ref.turn-1]
+		}
+		e.mu.Unlock()
+		if resultSeq > 0 {
+			return e.log.Read(ref.seq-1, int(resultSeq-ref.seq+1))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// onEvent records a result just after appending it: a short wait
+		// covers the moment between the two.
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err := e.log.Wait(wctx, last)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// current returns the open session, or nil.
+func (e *entry) current() Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sess
+}
+
+// close ends the session for good (DELETE).
+func (e *entry) close(ctx context.Context) (SessionState, *SessionSummary, error) {
+	e.op.Lock()
+	defer e.op.Unlock()
+	e.mu.Lock()
+	final := e.final
+	e.mu.Unlock()
+	if final != nil {
+		return final.State, final, nil
+	}
+	sess, err := e.live(ctx)
+	if err != nil {
+		return SessionState{}, nil, err
+	}
+	sum, err := sess.Close(ctx)
+	if err != nil {
+		return SessionState{}, nil, fmt.Errorf("close session %s: %w", e.id, err)
+	}
+	sum.State.ID = e.id
+	if !isTerminal(sum.State.Status) {
+		sum.State.Status = StatusClosed
+	}
+	e.stopSaver()
+	e.mu.Lock()
+	e.sess, e.state, e.final = nil, sum.State, &sum
+	e.mu.Unlock()
+	serr := e.save()
+	return sum.State, &sum, errors.Join(serr, e.log.Close())
+}
+
+// shutdown stops the session for a server stop: work committed, worktree
+// kept, state saved for the next start.
+func (e *entry) shutdown(ctx context.Context) error {
+	e.op.Lock()
+	defer e.op.Unlock()
+	sess := e.current()
+	var err error
+	if sess != nil {
+		err = sess.Shutdown(ctx)
+		st := sess.State()
+		st.ID = e.id
+		e.stopSaver()
+		e.mu.Lock()
+		e.sess, e.state = nil, st
+		e.mu.Unlock()
+		err = errors.Join(err, e.save())
+	}
+	return errors.Join(err, e.log.Close())
+}

@@ -1,0 +1,226 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// health is GET /api/health.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	key := s.cfg.Getenv("ANTHROPIC_API_KEY") != ""
+	oauth := s.cfg.Getenv("CLAUDE_CODE_OAUTH_TOKEN") != ""
+	var warnings []string
+	if key && oauth {
+		warnings = append(warnings, "both ANTHROPIC_API_KEY and CLAUDE_CODE_OAUTH_TOKEN are set: the CLI uses the API key")
+	}
+	if !key && !oauth {
+		warnings = append(warnings, "no ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN: the CLI needs its own login")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status":       "ok",
+		"version":      s.cfg.Version,
+		"cli_version":  s.cfg.CLIVersion,
+		"sessions":     s.sessions.active(),
+		"max_sessions": s.cfg.MaxSessions,
+		"runs":         s.runs.running(),
+		"credentials":  map[string]bool{"anthropic_api_key": key, "claude_code_oauth_token": oauth},
+		"warnings":     append([]string{}, warnings...),
+	})
+}
+
+// jobDir finds a run's job directory from the path, answering 404 itself.
+func (s *Server) jobDir(w http.ResponseWriter, r *http.Request) (runner.JobDir, bool) {
+	ru := s.runOf(w, r)
+	if ru == nil {
+		return "", false
+	}
+	job := r.PathValue("job")
+	dir := runLayout(&s.cfg).Run(ru.id).Job(job)
+	if !validID(job) {
+		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
+		return "", false
+	}
+	if _, err := os.Stat(string(dir)); err != nil {
+		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
+		return "", false
+	}
+	return dir, true
+}
+
+// jobStream is the last lines of a job's stream.jsonl (?tail=N, default 100).
+func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
+	dir, ok := s.jobDir(w, r)
+	if !ok {
+		return
+	}
+	n := 100
+	if t := r.URL.Query().Get("tail"); t != "" {
+		v, err := strconv.Atoi(t)
+		if err != nil || v < 1 || v > 100000 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "tail", Message: "must be a number of lines from 1 to 100000"}}})
+			return
+		}
+		n = v
+	}
+	data, err := tailLines(dir.Stream(), n)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no stream: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	_, _ = w.Write(data)
+}
+
+// tailLines reads the last n lines of a file, from its end backwards.
+func tailLines(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	end := st.Size()
+	var buf []byte
+	for off := end; off > 0; {
+		size := min(off, 64<<10)
+		off -= size
+		chunk := make([]byte, size)
+		if _, err := f.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		buf = append(chunk, buf...)
+		if bytes.Count(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n")) >= n {
+			break
+		}
+	}
+	trimmed := bytes.TrimSuffix(buf, []byte("\n"))
+	for i := len(trimmed) - 1; i >= 0; i-- {
+		if trimmed[i] == '\n' {
+			if n--; n == 0 {
+				return buf[i+1:], nil
+			}
+		}
+	}
+	return buf, nil
+}
+
+// jobDiff is a job's diff.patch.
+func (s *Server) jobDiff(w http.ResponseWriter, r *http.Request) {
+	dir, ok := s.jobDir(w, r)
+	if !ok {
+		return
+	}
+	data, err := os.ReadFile(dir.Patch())
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no diff for this job")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write(data)
+}
+
+// jobTranscript exports a job's archived transcript as HTML.
+func (s *Server) jobTranscript(w http.ResponseWriter, r *http.Request) {
+	dir, ok := s.jobDir(w, r)
+	if !ok {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir.Transcript(), "*.jsonl"))
+	if len(matches) == 0 {
+		writeError(w, http.StatusNotFound, "no archived transcript for this job")
+		return
+	}
+	slices.Sort(matches)
+	s.export(w, r, matches[0], history.FormatHTML)
+}
+
+// export streams a transcript in a format; HTML is sandboxed by the route's CSP.
+func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f history.Format) {
+	ctype := map[history.Format]string{
+		history.FormatHTML: "text/html; charset=utf-8", history.FormatJSON: "application/x-ndjson",
+		history.FormatMarkdown: "text/markdown; charset=utf-8", history.FormatText: "text/plain; charset=utf-8",
+	}[f]
+	var buf bytes.Buffer
+	if err := history.Export(r.Context(), &buf, path, history.ExportOptions{Format: f}); err != nil {
+		writeError(w, http.StatusInternalServerError, "export: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	_, _ = buf.WriteTo(w)
+}
+
+func (s *Server) configDir() string { return history.ConfigDir(s.cfg.Getenv) }
+
+// historySessions is like `pneuma history list --json`, filtered by ?q=
+// (a substring of the id, project or first prompt).
+func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
+	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{Summary: true})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	q := strings.ToLower(r.URL.Query().Get("q"))
+	out := []*history.SessionSummary{}
+	for _, ss := range corpus.Sessions() {
+		if q == "" || strings.Contains(strings.ToLower(ss.ID+"\x00"+ss.Project+"\x00"+ss.FirstPrompt), q) {
+			out = append(out, ss)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// historySession exports one session (?format=html|json|md, default html).
+func (s *Server) historySession(w http.ResponseWriter, r *http.Request) {
+	fs := r.URL.Query().Get("format")
+	if fs == "" {
+		fs = "html"
+	}
+	f, err := history.ParseFormat(fs)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "format", Message: err.Error()}}})
+		return
+	}
+	sf, err := history.Resolve(r.Context(), s.configDir(), r.PathValue("id"))
+	if err != nil {
+		var amb *history.AmbiguousError
+		if errors.As(err, &amb) {
+			writeError(w, http.StatusConflict, "%v", err)
+			return
+		}
+		writeError(w, http.StatusNotFound, "%v", err)
+		return
+	}
+	s.export(w, r, sf.Path, f)
+}
+
+// historyUsage is `pneuma history usage --by day|session|model|project --json`.
+func (s *Server) historyUsage(w http.ResponseWriter, r *http.Request) {
+	by := r.URL.Query().Get("by")
+	if by == "" {
+		by = history.ByDay
+	}
+	if !slices.Contains([]string{history.ByDay, history.BySession, history.ByModel, history.ByProject}, by) {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "by", Message: "must be day, session, model or project"}}})
+		return
+	}
+	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"by": by, "rows": corpus.UsageBy(by, time.Local), "total": corpus.Total()})
+}

@@ -1,0 +1,224 @@
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Auth says how a route is authenticated.
+type Auth int
+
+const (
+	// AuthBearer needs Authorization: Bearer <token>.
+	AuthBearer Auth = iota
+	// AuthWebSocket needs the header, or (for a WebSocket upgrade, which
+	// browsers cannot give headers) a first message {"type":"auth"}.
+	AuthWebSocket
+	// AuthNone is for /healthz, the console's static files and CORS
+	// preflights: none of them carries data.
+	AuthNone
+)
+
+// Route is one entry of the route table.
+type Route struct {
+	// Pattern is a net/http pattern with its method: "GET /api/sessions/{id}".
+	Pattern string
+	Auth    Auth
+	handler http.HandlerFunc
+	// transcript marks routes answering with exported transcript HTML,
+	// which get a sandboxing Content-Security-Policy.
+	transcript bool
+}
+
+// Security headers.
+const (
+	cspDefault    = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+	cspTranscript = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+)
+
+// routeTable is every route the server answers. mount wraps each one in the
+// same middleware, so a route added here cannot forget auth or limits.
+func (s *Server) routeTable() []Route {
+	return []Route{
+		{Pattern: "GET /healthz", Auth: AuthNone, handler: s.healthz},
+		{Pattern: "GET /", Auth: AuthNone, handler: s.console},
+		{Pattern: "OPTIONS /api/", Auth: AuthNone, handler: s.preflight},
+		{Pattern: "GET /api/health", handler: s.health},
+
+		{Pattern: "POST /api/sessions", handler: s.createSession},
+		{Pattern: "GET /api/sessions", handler: s.listSessions},
+		{Pattern: "GET /api/sessions/{id}", handler: s.getSession},
+		{Pattern: "DELETE /api/sessions/{id}", handler: s.deleteSession},
+		{Pattern: "POST /api/sessions/{id}/messages", handler: s.postMessage},
+		{Pattern: "POST /api/sessions/{id}/interrupt", handler: s.interruptSession},
+		{Pattern: "POST /api/sessions/{id}/permissions/{request_id}", handler: s.answerPermission},
+		{Pattern: "GET /api/sessions/{id}/events", handler: s.sessionEvents},
+		{Pattern: "GET /api/sessions/{id}/ws", Auth: AuthWebSocket, handler: s.sessionWS},
+
+		{Pattern: "POST /api/runs", handler: s.createRun},
+		{Pattern: "GET /api/runs", handler: s.listRuns},
+		{Pattern: "GET /api/runs/{id}", handler: s.getRun},
+		{Pattern: "DELETE /api/runs/{id}", handler: s.deleteRun},
+		{Pattern: "GET /api/runs/{id}/events", handler: s.runEvents},
+		{Pattern: "GET /api/runs/{id}/ws", Auth: AuthWebSocket, handler: s.runWS},
+		{Pattern: "GET /api/runs/{id}/jobs/{job}/stream", handler: s.jobStream},
+		{Pattern: "GET /api/runs/{id}/jobs/{job}/diff", handler: s.jobDiff},
+		{Pattern: "GET /api/runs/{id}/jobs/{job}/transcript", handler: s.jobTranscript, transcript: true},
+
+		{Pattern: "GET /api/history/sessions", handler: s.historySessions},
+		{Pattern: "GET /api/history/sessions/{id}", handler: s.historySession, transcript: true},
+		{Pattern: "GET /api/history/usage", handler: s.historyUsage},
+	}
+}
+
+// mount builds the mux: every route gets headers, CORS, the body limit and
+// its auth, in that order.
+func (s *Server) mount(routes []Route) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		h := http.Handler(rt.handler)
+		switch rt.Auth {
+		case AuthBearer:
+			h = s.requireToken(h)
+		case AuthWebSocket:
+			h = s.requireTokenOrUpgrade(h)
+		}
+		h = limitBody(h)
+		h = s.cors(h)
+		h = secureHeaders(h, rt.transcript)
+		mux.Handle(rt.Pattern, h)
+	}
+	// Anything unmatched still gets the headers (404, 405 from the mux).
+	return secureHeaders(mux, false)
+}
+
+func secureHeaders(next http.Handler, transcript bool) http.Handler {
+	csp := cspDefault
+	if transcript {
+		csp = cspTranscript
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody {
+			writeError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", MaxBody)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenOK compares in constant time (hashes first, so that not even the
+// length of the token leaks).
+func (s *Server) tokenOK(got string) bool {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
+	return s.cfg.Token != "" && subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// bearer returns the request's bearer token and whether it gave one.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", h != ""
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// checkToken answers 401 without a token, 403 with a wrong one.
+func (s *Server) checkToken(w http.ResponseWriter, r *http.Request) bool {
+	tok, given := bearer(r)
+	if !given {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pneuma"`)
+		writeError(w, http.StatusUnauthorized, "missing Authorization: Bearer token")
+		return false
+	}
+	if !s.tokenOK(tok) {
+		writeError(w, http.StatusForbidden, "wrong token")
+		return false
+	}
+	return true
+}
+
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.checkToken(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// authedKey marks a WebSocket request whose header already authenticated it.
+type authedKey struct{}
+
+func (s *Server) requireTokenOrUpgrade(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, given := bearer(r)
+		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+		if !given && upgrade {
+			next.ServeHTTP(w, r) // the first message must authenticate
+			return
+		}
+		if s.checkToken(w, r) {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, true)))
+		}
+	})
+}
+
+// originAllowed: --allow-origin lists the foreign origins allowed.
+func (s *Server) originAllowed(origin string) bool {
+	return origin != "" && (slices.Contains(s.cfg.AllowOrigins, "*") || slices.Contains(s.cfg.AllowOrigins, origin))
+}
+
+// cors adds CORS headers for allowed foreign origins; without
+// --allow-origin there are none and browsers keep other sites out.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); s.originAllowed(o) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", o)
+			h.Set("Vary", "Origin")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r.Header.Get("Origin")) {
+		writeError(w, http.StatusForbidden, "origin not allowed")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// console serves the web console's static files (no data, no auth).
+func (s *Server) console(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeError(w, http.StatusNotFound, "no route %s %s", r.Method, r.URL.Path)
+		return
+	}
+	if s.cfg.Web == nil {
+		writeError(w, http.StatusNotFound, "this pneuma has no web console")
+		return
+	}
+	s.cfg.Web.ServeHTTP(w, r)
+}

@@ -1,0 +1,368 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/serve/eventlog"
+)
+
+// runRequest is POST /api/runs.
+type runRequest struct {
+	JobsFile    string   `json:"jobs_file"`
+	JobsYAML    string   `json:"jobs_yaml"`
+	Concurrency int      `json:"concurrency"`
+	Only        []string `json:"only"`
+	BudgetUSD   float64  `json:"budget_usd"`
+}
+
+// run is one run started through the server (or found on disk at start).
+type run struct {
+	id  string
+	log *eventlog.Log
+
+	mu       sync.Mutex
+	status   string // running, or the report's status
+	started  time.Time
+	jobs     int
+	finished []report.Job
+	spent    float64
+	report   *report.Report
+	err      string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// runObject is a run as the API shows it: the report as it stands.
+type runObject struct {
+	ID        string         `json:"id"`
+	Status    string         `json:"status"`
+	StartedAt time.Time      `json:"started_at"`
+	LastSeq   int64          `json:"last_seq"`
+	JobsTotal int            `json:"jobs_total"`
+	SpentUSD  float64        `json:"spent_usd"`
+	Jobs      []report.Job   `json:"jobs"`
+	Report    *report.Report `json:"report"`
+	Error     string         `json:"error,omitempty"`
+}
+
+func (ru *run) object() runObject {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	o := runObject{ID: ru.id, Status: ru.status, StartedAt: ru.started, LastSeq: ru.log.LastSeq(),
+		JobsTotal: ru.jobs, SpentUSD: ru.spent, Jobs: append([]report.Job{}, ru.finished...), Report: ru.report, Error: ru.err}
+	if ru.report != nil {
+		o.Jobs = ru.report.Jobs
+	}
+	return o
+}
+
+// Event is runner.Reporter: every run event goes to the log, with its seq.
+func (ru *run) Event(ev runner.Event) {
+	data, err := json.Marshal(ev)
+	if err == nil {
+		_, err = ru.log.Append(ev.Type, data)
+	}
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if err != nil && ru.err == "" {
+		ru.err = fmt.Sprintf("event log: %v", err)
+	}
+	ru.spent = ev.SpentUSD
+	switch ev.Type {
+	case runner.EventRunStarted:
+		ru.jobs = ev.Jobs
+	case runner.EventJobFinished:
+		if ev.Result != nil {
+			ru.finished = append(ru.finished, *ev.Result)
+		}
+	}
+}
+
+// runRegistry holds the runs.
+type runRegistry struct {
+	cfg *Config
+	mu  sync.Mutex
+	m   map[string]*run
+}
+
+// runLayout is where the server's runs keep their run directories: the
+// plan's OutputDir is the state directory, so runner.Layout places them.
+func runLayout(cfg *Config) runner.Layout { return runner.Layout{Root: cfg.StateDir} }
+
+// runEvents is a run's events.jsonl, beside its report.
+func runEventsPath(cfg *Config, id string) string {
+	return runner.JobDir(runLayout(cfg).Run(id)).Events()
+}
+
+// loadRuns lists the runs of earlier server lifetimes with their reports.
+func loadRuns(cfg *Config) (*runRegistry, error) {
+	g := &runRegistry{cfg: cfg, m: map[string]*run{}}
+	ents, err := os.ReadDir(runner.StateDir(cfg.StateDir).Runs())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	for _, de := range ents {
+		if _, err := os.Stat(runEventsPath(cfg, de.Name())); err != nil {
+			continue
+		}
+		log, err := eventlog.Open(runEventsPath(cfg, de.Name()), durableTypes)
+		if err != nil {
+			return nil, fmt.Errorf("restore run %s: %w", de.Name(), err)
+		}
+		ru := &run{id: de.Name(), log: log, status: "lost", done: make(chan struct{})}
+		close(ru.done)
+		if data, err := os.ReadFile(runLayout(cfg).Run(ru.id).Report()); err == nil {
+			var rep report.Report
+			if json.Unmarshal(data, &rep) == nil {
+				ru.report, ru.status, ru.started = &rep, string(rep.Status), rep.StartedAt
+			}
+		}
+		g.m[ru.id] = ru
+	}
+	return g, nil
+}
+
+func (g *runRegistry) get(id string) *run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[id]
+}
+
+func (g *runRegistry) list() []*run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*run, 0, len(g.m))
+	for _, ru := range g.m {
+		out = append(out, ru)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// running counts the runs not finished.
+func (g *runRegistry) running() int {
+	n := 0
+	for _, ru := range g.list() {
+		select {
+		case <-ru.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// shutdown stops every run like Ctrl-C and waits for their reports.
+func (g *runRegistry) shutdown(ctx context.Context) error {
+	var errs []error
+	for _, ru := range g.list() {
+		if ru.cancel != nil {
+			ru.cancel()
+		}
+		select {
+		case <-ru.done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("run %s still stopping: %w", ru.id, ctx.Err()))
+		}
+		errs = append(errs, ru.log.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// planRun reads the jobs (a file under a root, or YAML text) and plans them
+// the way `pneuma run` does, with the run directory in the state directory.
+func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, error) {
+	var f *runner.File
+	var err error
+	switch {
+	case (req.JobsFile == "") == (req.JobsYAML == ""):
+		return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: "give exactly one of jobs_file and jobs_yaml"}}}
+	case req.JobsFile != "":
+		path := req.JobsFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.cfg.WorkDir, path)
+		}
+		if err := runner.CheckRoots(path, s.cfg.Roots); err != nil {
+			return nil, err
+		}
+		f, err = runner.ReadFile(path)
+	default:
+		// Jobs without repo run in the server's working directory: the
+		// text is read as if it were a file there.
+		f, err = runner.Decode(filepath.Join(s.cfg.WorkDir, "jobs_yaml"), []byte(req.JobsYAML))
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := runner.BuildPlan(ctx, f, runner.PlanOptions{
+		RunID: runner.NewRunID(time.Now()), Concurrency: req.Concurrency, Only: req.Only, BudgetUSD: req.BudgetUSD,
+		Stagger: -1, OutputDir: s.cfg.StateDir, Binary: s.cfg.Binary, Getenv: s.cfg.Getenv, IsRoot: os.Geteuid() == 0,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range p.Jobs {
+		if err := runner.CheckRoots(j.Repo, s.cfg.Roots); err != nil {
+			return nil, fmt.Errorf("job %q: %w", j.Name, err)
+		}
+	}
+	return p, nil
+}
+
+// execRun is the one call of runner's run entry point, with the settings
+// `pneuma run` uses by default.
+func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
+	return runner.Run(ctx, p, runner.Options{
+		Reporter: rep,
+		Kill:     s.cfg.Kill,
+		Environ:  s.cfg.Environ,
+		Pool:     -1,
+	})
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	var req runRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	p, err := s.planRun(r.Context(), req)
+	if err != nil {
+		s.runError(w, err)
+		return
+	}
+	log, err := eventlog.Open(runEventsPath(&s.cfg, p.RunID), durableTypes)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ru := &run{id: p.RunID, log: log, status: "running", started: time.Now().UTC(), jobs: len(p.Jobs), cancel: cancel, done: make(chan struct{})}
+	s.runs.mu.Lock()
+	s.runs.m[ru.id] = ru
+	s.runs.mu.Unlock()
+	go func() {
+		defer close(ru.done)
+		defer cancel()
+		rep, err := s.execRun(ctx, p, ru)
+		ru.mu.Lock()
+		defer ru.mu.Unlock()
+		if rep != nil {
+			ru.report, ru.status = rep, string(rep.Status)
+		}
+		if err != nil {
+			ru.err, ru.status = err.Error(), "failed"
+		}
+		_ = ru.log.Sync()
+	}()
+	writeJSON(w, http.StatusCreated, map[string]string{"id": ru.id})
+}
+
+// runError maps planning errors: bad jobs 400 with every problem, a repo
+// outside the roots 403.
+func (s *Server) runError(w http.ResponseWriter, err error) {
+	var oe *OutsideRootsError
+	var de *DecodeError
+	var rde *runner.DecodeError
+	var ce *runner.ConfigError
+	var ee *runner.EnvError
+	switch {
+	case errors.As(err, &oe):
+		writeError(w, http.StatusForbidden, "%v", err)
+	case errors.As(err, &de):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid run", Problems: de.Problems})
+	case errors.As(err, &rde):
+		probs := make([]Problem, len(rde.Problems))
+		for i, p := range rde.Problems {
+			probs[i] = Problem{Field: p.Pos.String(), Message: p.Msg}
+		}
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid jobs file", Problems: probs})
+	case errors.As(err, &ce), errors.As(err, &ee):
+		writeError(w, http.StatusBadRequest, "%v", err)
+	default:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	}
+}
+
+// runOf finds the {id} of the path, answering 404 itself.
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request) *run {
+	id := r.PathValue("id")
+	var ru *run
+	if validID(id) {
+		ru = s.runs.get(id)
+	}
+	if ru == nil {
+		writeError(w, http.StatusNotFound, "no run %q", id)
+	}
+	return ru
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	out := []runObject{}
+	for _, ru := range s.runs.list() {
+		o := ru.object()
+		o.Report = nil // the list stays small; GET /api/runs/{id} has it
+		out = append(out, o)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	if ru := s.runOf(w, r); ru != nil {
+		writeJSON(w, http.StatusOK, ru.object())
+	}
+}
+
+// deleteRun stops a run like Ctrl-C (work committed) and returns its report.
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runOf(w, r)
+	if ru == nil {
+		return
+	}
+	if ru.cancel != nil {
+		ru.cancel()
+	}
+	select {
+	case <-ru.done:
+		writeJSON(w, http.StatusOK, ru.object())
+	case <-r.Context().Done():
+	}
+}
+
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	if ru := s.runOf(w, r); ru != nil {
+		s.longPoll(w, r, ru.log)
+	}
+}
+
+func (s *Server) runWS(w http.ResponseWriter, r *http.Request) {
+	if ru := s.runOf(w, r); ru != nil {
+		s.serveWS(w, r, runTarget{ru})
+	}
+}
+
+// runTarget is a run behind a WebSocket: clients follow it; they do not talk to it.
+type runTarget struct{ ru *run }
+
+func (t runTarget) eventLog() *eventlog.Log { return t.ru.log }
+
+func (t runTarget) snapshot(last int64) any {
+	o := t.ru.object()
+	o.LastSeq = last
+	return map[string]any{"type": "run_snapshot", "run": o, "last_seq": last}
+}
+
+func (t runTarget) handle(ctx context.Context, m clientMessage) (any, error) {
+	return nil, fmt.Errorf("%s is not a message for a run", m.Type)
+}

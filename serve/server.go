@@ -1,0 +1,129 @@
+// Package serve is pneuma's HTTP and WebSocket front door: sessions (jobs
+// you talk to) and runs, their durable event logs and fan-out, auth and
+// limits. It holds no lifecycle: sessions are runner's (through Engine),
+// runs are runner.Run's. docs/serve.md describes the API.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Config is the server's settings.
+type Config struct {
+	// Token is the bearer token every route but /healthz and the console's
+	// static files needs. It is never logged.
+	Token string
+	// Roots: repositories of sessions and runs must resolve under one.
+	Roots []string
+	// MaxSessions bounds the sessions not yet closed (default 4).
+	MaxSessions int
+	// StateDir holds sessions/ and runs/ (runner.StateDir).
+	StateDir string
+	// AllowOrigins are the browser origins besides the server's own that may
+	// call the API (CORS) and open WebSockets; "*" allows any.
+	AllowOrigins []string
+	// WorkDir is where sessions and jobs without a repo run.
+	WorkDir string
+	// Binary is the claude CLI; Environ its base environment.
+	Binary  string
+	Environ []string
+	// Getenv reads the server's environment (credentials in /api/health).
+	Getenv func(string) string
+	// Engine opens sessions; nil answers the session routes with 501.
+	Engine Engine
+	// Kill, when closed, kills every run's jobs at once (a second signal).
+	Kill <-chan struct{}
+	// Version and CLIVersion are reported by /api/health.
+	Version, CLIVersion string
+	// Web serves the console's static files at /; nil: none.
+	Web http.Handler
+	// Buffer is how many events may wait for one WebSocket client before it
+	// is dropped with 4008 (default 1024).
+	Buffer int
+	// AuthTimeout is how long a WebSocket may take to authenticate (default 10s).
+	AuthTimeout time.Duration
+	// Logf logs server errors (default: none). The token never reaches it.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) defaults() {
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = 4
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = 1024
+	}
+	if c.AuthTimeout <= 0 {
+		c.AuthTimeout = 10 * time.Second
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Server serves the API. Create it with New; stop it with Shutdown.
+type Server struct {
+	cfg      Config
+	sessions *registry
+	runs     *runRegistry
+	handler  http.Handler
+	routes   []Route
+
+	// ctx ends at Shutdown: WebSocket connections and long polls see it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	conns  sync.WaitGroup
+}
+
+// New loads the sessions and runs saved under cfg.StateDir (listed idle)
+// and builds the route table.
+func New(cfg Config) (*Server, error) {
+	cfg.defaults()
+	if cfg.StateDir == "" {
+		return nil, errors.New("serve: no state directory")
+	}
+	s := &Server{cfg: cfg}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	var err error
+	if s.sessions, err = loadRegistry(&s.cfg); err != nil {
+		return nil, err
+	}
+	if s.runs, err = loadRuns(&s.cfg); err != nil {
+		return nil, err
+	}
+	s.routes = s.routeTable()
+	s.handler = s.mount(s.routes)
+	return s, nil
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes is the route table, each with its auth mode (tests walk it).
+func (s *Server) Routes() []Route { return s.routes }
+
+// Shutdown ends a server whose http.Server has stopped accepting: it closes
+// WebSockets and long polls, shuts every session down (turns interrupted,
+// work committed, worktree kept, state saved), stops runs like Ctrl-C and
+// closes the event logs. It returns when done or when ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancel()
+	errs := []error{s.sessions.shutdown(ctx), s.runs.shutdown(ctx)}
+	done := make(chan struct{})
+	go func() { s.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("websocket connections still open: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,316 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/serve/eventlog"
+	"github.com/pneuma-cli/pneuma/usage"
+)
+
+// sessionObject is a session as the API shows it.
+type sessionObject struct {
+	ID                 string              `json:"id"`
+	CLISessionID       string              `json:"cli_session_id"`
+	Name               string              `json:"name"`
+	Status             string              `json:"status"`
+	Repo               string              `json:"repo"`
+	Branch             string              `json:"branch"`
+	Worktree           string              `json:"worktree"`
+	Model              string              `json:"model"`
+	CreatedAt          time.Time           `json:"created_at"`
+	LastSeq            int64               `json:"last_seq"`
+	NumTurns           int                 `json:"num_turns"`
+	CostUSD            float64             `json:"cost_usd"`
+	Usage              usage.Tokens        `json:"usage"`
+	MessageCount       int                 `json:"message_count"`
+	PendingPermissions []PendingPermission `json:"pending_permissions"`
+	// The final object of a closed session adds what it left behind.
+	FilesChanged *int   `json:"files_changed,omitempty"`
+	Insertions   *int   `json:"insertions,omitempty"`
+	Deletions    *int   `json:"deletions,omitempty"`
+	Commit       string `json:"commit,omitempty"`
+	Transcript   string `json:"transcript,omitempty"`
+}
+
+func (e *entry) object() sessionObject {
+	st := e.snapshot()
+	o := sessionObject{
+		ID: e.id, CLISessionID: st.CLISessionID, Name: st.Name, Status: st.Status,
+		Repo: st.Repo, Branch: st.Branch, Worktree: st.Worktree, Model: st.Model,
+		CreatedAt: st.CreatedAt, LastSeq: e.log.LastSeq(), NumTurns: st.NumTurns,
+		CostUSD: st.CostUSD, Usage: st.Usage, MessageCount: st.MessageCount,
+		PendingPermissions: st.PendingPermissions,
+	}
+	if o.PendingPermissions == nil {
+		o.PendingPermissions = []PendingPermission{}
+	}
+	e.mu.Lock()
+	if f := e.final; f != nil {
+		o.FilesChanged, o.Insertions, o.Deletions = &f.FilesChanged, &f.Insertions, &f.Deletions
+		o.Commit, o.Transcript = f.Commit, f.Transcript
+	}
+	e.mu.Unlock()
+	return o
+}
+
+// entryOf finds the {id} of the path, answering 404 itself.
+func (s *Server) entryOf(w http.ResponseWriter, r *http.Request) *entry {
+	id := r.PathValue("id")
+	var e *entry
+	if validID(id) {
+		e = s.sessions.get(id)
+	}
+	if e == nil {
+		writeError(w, http.StatusNotFound, "no session %q", id)
+	}
+	return e
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	data, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	spec, err := DecodeSessionSpec(data)
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+			return
+		}
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if s.cfg.Engine == nil {
+		writeError(w, http.StatusNotImplemented, "%v", errNoEngine)
+		return
+	}
+	e, err := s.sessions.reserve()
+	if errors.Is(err, errTooMany) {
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusTooManyRequests, "%d sessions already open (--max-sessions)", s.cfg.MaxSessions)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "create session: %v", err)
+		return
+	}
+	e.op.Lock()
+	// The session outlives this request: runner gets a context only a
+	// server stop ends (and that goes through Shutdown).
+	_, err = e.open(context.WithoutCancel(r.Context()), spec, nil)
+	e.op.Unlock()
+	if err != nil {
+		s.sessions.drop(e)
+		s.engineError(w, err)
+		return
+	}
+	if err := e.save(); err != nil {
+		s.cfg.Logf("session %s: %v", e.id, err)
+	}
+	writeJSON(w, http.StatusCreated, e.object())
+}
+
+// engineError maps runner's typed errors to statuses.
+func (s *Server) engineError(w http.ResponseWriter, err error) {
+	var oe *OutsideRootsError
+	var de *DecodeError
+	switch {
+	case errors.As(err, &oe):
+		writeError(w, http.StatusForbidden, "%v", err)
+	case errors.As(err, &de):
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+	case errors.Is(err, errClosed), errors.Is(err, ErrPermissionResolved):
+		writeError(w, http.StatusConflict, "%v", err)
+	case errors.Is(err, ErrNoSuchPermission):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case errors.Is(err, errNoEngine):
+		writeError(w, http.StatusNotImplemented, "%v", err)
+	default:
+		writeError(w, http.StatusInternalServerError, "%v", err)
+	}
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	out := []sessionObject{}
+	for _, e := range s.sessions.list() {
+		out = append(out, e.object())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	if e := s.entryOf(w, r); e != nil {
+		writeJSON(w, http.StatusOK, e.object())
+	}
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	e := s.entryOf(w, r)
+	if e == nil {
+		return
+	}
+	if _, _, err := e.close(context.WithoutCancel(r.Context())); err != nil {
+		s.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e.object())
+}
+
+// messageRequest is POST /api/sessions/{id}/messages.
+type messageRequest struct {
+	Content     string `json:"content"`
+	ClientMsgID string `json:"client_msg_id"`
+	Wait        bool   `json:"wait"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	e := s.entryOf(w, r)
+	if e == nil {
+		return
+	}
+	var req messageRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if req.Content == "" {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid message", Problems: []Problem{{Field: "content", Message: "must not be empty"}}})
+		return
+	}
+	ref, err := e.send(context.WithoutCancel(r.Context()), req.Content, req.ClientMsgID)
+	if err != nil {
+		s.engineError(w, err)
+		return
+	}
+	if !req.Wait {
+		writeJSON(w, http.StatusAccepted, map[string]int64{"seq": ref.seq})
+		return
+	}
+	evs, err := e.waitTurn(r.Context(), ref)
+	if err != nil {
+		writeError(w, http.StatusGatewayTimeout, "waiting for the result of message %d: %v", ref.seq, err)
+		return
+	}
+	resp := struct {
+		Seq    int64             `json:"seq"`
+		Events []json.RawMessage `json:"events"`
+		Result json.RawMessage   `json:"result"`
+	}{Seq: ref.seq, Events: raws(evs)}
+	if n := len(evs); n > 0 {
+		resp.Result = evs[n-1].Raw
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) interruptSession(w http.ResponseWriter, r *http.Request) {
+	e := s.entryOf(w, r)
+	if e == nil {
+		return
+	}
+	if !decodeBody(w, r, &struct{}{}, true) {
+		return
+	}
+	if sess := e.current(); sess != nil {
+		if err := sess.Interrupt(); err != nil {
+			s.engineError(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "interrupt sent"})
+}
+
+// permissionRequest answers one permission_request.
+type permissionRequest struct {
+	Behavior     string          `json:"behavior"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	Message      string          `json:"message,omitempty"`
+}
+
+func (p permissionRequest) check() []Problem {
+	if p.Behavior != "allow" && p.Behavior != "deny" {
+		return []Problem{{Field: "behavior", Message: `must be "allow" or "deny"`}}
+	}
+	return nil
+}
+
+func (s *Server) answerPermission(w http.ResponseWriter, r *http.Request) {
+	e := s.entryOf(w, r)
+	if e == nil {
+		return
+	}
+	var req permissionRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if probs := req.check(); probs != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid permission response", Problems: probs})
+		return
+	}
+	if err := e.answer(r.PathValue("request_id"), req); err != nil {
+		s.engineError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"request_id": r.PathValue("request_id"), "behavior": req.Behavior})
+}
+
+// answer routes a client's decision to the session.
+func (e *entry) answer(requestID string, p permissionRequest) error {
+	sess := e.current()
+	if sess == nil {
+		return ErrNoSuchPermission
+	}
+	return sess.Answer(requestID, PermissionDecision{Behavior: p.Behavior, UpdatedInput: p.UpdatedInput, Message: p.Message})
+}
+
+func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
+	if e := s.entryOf(w, r); e != nil {
+		s.longPoll(w, r, e.log)
+	}
+}
+
+// longPoll is GET .../events?after=SEQ&wait=30s: the events after SEQ,
+// waiting up to wait (at most 60s) for one.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.Log) {
+	q := r.URL.Query()
+	var after int64
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "after", Message: "must be a seq (0 or more)"}}})
+			return
+		}
+		after = n
+	}
+	var wait time.Duration
+	if ws := q.Get("wait"); ws != "" {
+		d, err := time.ParseDuration(ws)
+		if err != nil || d < 0 {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "wait", Message: `must be a duration ("30s")`}}})
+			return
+		}
+		wait = min(d, 60*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	evs, err := log.Wait(ctx, after)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, raws(evs))
+}
+
+func raws(evs []eventlog.Event) []json.RawMessage {
+	out := make([]json.RawMessage, len(evs))
+	for i, ev := range evs {
+		out[i] = json.RawMessage(ev.Raw)
+	}
+	return out
+}

@@ -1,0 +1,282 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pneuma-cli/pneuma/serve/eventlog"
+)
+
+// WebSocket close codes of the API.
+const (
+	// CloseUnauthorized: no valid auth (header or first message) in time.
+	CloseUnauthorized websocket.StatusCode = 4001
+	// CloseSlow: the client fell a bounded buffer behind; the reason is
+	// {"last_seq":N}, the last event it was sent. It comes back with subscribe.
+	CloseSlow websocket.StatusCode = 4008
+)
+
+const (
+	// subscribeGrace is how long a new connection waits for a subscribe
+	// before it sends a snapshot and follows from there instead.
+	subscribeGrace = 200 * time.Millisecond
+	// writeTimeout bounds one write to a client that stopped reading.
+	writeTimeout = 30 * time.Second
+)
+
+// wsTarget is what a connection talks to: a session or a run.
+type wsTarget interface {
+	eventLog() *eventlog.Log
+	// snapshot is the message sent to a client that does not subscribe.
+	snapshot(lastSeq int64) any
+	// handle acts on user_message, permission_response and interrupt and
+	// returns the reply.
+	handle(ctx context.Context, m clientMessage) (any, error)
+}
+
+func (s *Server) sessionWS(w http.ResponseWriter, r *http.Request) {
+	if e := s.entryOf(w, r); e != nil {
+		s.serveWS(w, r, sessionTarget{e})
+	}
+}
+
+// wsConn is one client connection.
+type wsConn struct {
+	s      *Server
+	conn   *websocket.Conn
+	target wsTarget
+	// delivered is the seq of the last event written to the client.
+	delivered atomic.Int64
+	acked     atomic.Int64
+
+	pumpStop context.CancelFunc
+	pumpDone chan struct{}
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
+	if err != nil {
+		return // Accept answered (403 for a foreign Origin)
+	}
+	conn.SetReadLimit(MaxBody)
+	s.conns.Add(1)
+	defer s.conns.Done()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	c := &wsConn{s: s, conn: conn, target: t}
+	defer c.stopPump()
+	if authed, _ := r.Context().Value(authedKey{}).(bool); !authed && !c.authenticate(ctx) {
+		return
+	}
+	msgs := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(msgs)
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case msgs <- data:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	c.loop(ctx, msgs)
+	select {
+	case <-s.ctx.Done():
+		conn.Close(websocket.StatusGoingAway, "server stopping")
+	default:
+		conn.CloseNow()
+	}
+}
+
+// authenticate reads the first message, which must be a valid auth. The
+// deadline closes the connection itself: a Read whose context ends would
+// drop it without the 4001.
+func (c *wsConn) authenticate(ctx context.Context) bool {
+	timer := time.AfterFunc(c.s.cfg.AuthTimeout, func() {
+		c.conn.Close(CloseUnauthorized, "no auth message within the time allowed")
+	})
+	defer timer.Stop()
+	_, data, err := c.conn.Read(ctx)
+	if err != nil {
+		return false
+	}
+	m, err := decodeClientMessage(data)
+	if err != nil || m.Type != "auth" || !c.s.tokenOK(m.Token) {
+		c.conn.Close(CloseUnauthorized, "the first message must be a valid auth")
+		return false
+	}
+	return timer.Stop()
+}
+
+// loop handles the client's messages. A subscribe in the first moments
+// replays from the client's seq; otherwise the client gets a snapshot and
+// follows from it.
+func (c *wsConn) loop(ctx context.Context, msgs <-chan []byte) {
+	grace := time.NewTimer(subscribeGrace)
+	defer grace.Stop()
+	started := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-grace.C:
+			if !started {
+				started = c.startWithSnapshot(ctx)
+			}
+		case data, ok := <-msgs:
+			if !ok {
+				return
+			}
+			m, err := decodeClientMessage(data)
+			if err == nil && m.Type == "subscribe" {
+				c.startPump(ctx, m.LastSeq)
+				started = true
+				continue
+			}
+			if !started {
+				started = c.startWithSnapshot(ctx)
+			}
+			if err != nil {
+				c.reply(ctx, errorReply(err, "invalid_message"))
+				continue
+			}
+			c.handle(ctx, m)
+		}
+	}
+}
+
+func (c *wsConn) startWithSnapshot(ctx context.Context) bool {
+	last := c.target.eventLog().LastSeq()
+	c.reply(ctx, c.target.snapshot(last))
+	c.startPump(ctx, last)
+	return true
+}
+
+// handle answers one message other than subscribe.
+func (c *wsConn) handle(ctx context.Context, m clientMessage) {
+	switch m.Type {
+	case "ping":
+		c.reply(ctx, map[string]string{"type": "pong"})
+	case "ack":
+		c.acked.Store(m.LastSeq)
+	case "auth":
+		c.reply(ctx, map[string]string{"type": "error", "message": "already authenticated", "code": "invalid_message"})
+	default:
+		out, err := c.target.handle(ctx, m)
+		if err != nil {
+			out = errorReply(err, "rejected")
+		}
+		c.reply(ctx, out)
+	}
+}
+
+func errorReply(err error, code string) map[string]string {
+	return map[string]string{"type": "error", "message": err.Error(), "code": code}
+}
+
+// reply writes one message that is not an event (it has no seq).
+func (c *wsConn) reply(ctx context.Context, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	_ = c.conn.Write(wctx, websocket.MessageText, data)
+}
+
+// startPump (re)starts sending the events after seq after.
+func (c *wsConn) startPump(ctx context.Context, after int64) {
+	c.stopPump()
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	c.pumpStop, c.pumpDone = stop, done
+	sub := c.target.eventLog().Subscribe(after, c.s.cfg.Buffer)
+	c.delivered.Store(sub.Last())
+	go func() {
+		defer close(done)
+		defer sub.Close()
+		c.pump(pctx, sub)
+	}()
+}
+
+func (c *wsConn) stopPump() {
+	if c.pumpStop != nil {
+		c.pumpStop()
+		<-c.pumpDone
+		c.pumpStop = nil
+	}
+}
+
+// pump writes events until the context ends; a client that fell behind is
+// closed with 4008 and the last seq it was sent.
+func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
+	for {
+		evs, err := sub.Next(ctx)
+		if errors.Is(err, eventlog.ErrSlow) {
+			c.conn.Close(CloseSlow, fmt.Sprintf(`{"last_seq":%d}`, c.delivered.Load()))
+			return
+		}
+		if err != nil {
+			return // the log closed (the session ended) or the connection did
+		}
+		for _, ev := range evs {
+			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			err := c.conn.Write(wctx, websocket.MessageText, ev.Raw)
+			cancel()
+			if err != nil {
+				return
+			}
+			c.delivered.Store(ev.Seq)
+		}
+	}
+}
+
+// sessionTarget is a session behind a WebSocket.
+type sessionTarget struct{ e *entry }
+
+func (t sessionTarget) eventLog() *eventlog.Log { return t.e.log }
+
+func (t sessionTarget) snapshot(last int64) any {
+	o := t.e.object()
+	o.LastSeq = last
+	return map[string]any{"type": "session_snapshot", "session": o, "last_seq": last}
+}
+
+func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error) {
+	switch m.Type {
+	case "user_message":
+		ref, err := t.e.send(context.WithoutCancel(ctx), m.Content, m.ClientMsgID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "message_accepted", "seq": ref.seq, "client_msg_id": m.ClientMsgID}, nil
+	case "permission_response":
+		p := permissionRequest{Behavior: m.Behavior, UpdatedInput: m.UpdatedInput, Message: m.Message}
+		if err := t.e.answer(m.RequestID, p); err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "permission_accepted", "request_id": m.RequestID}, nil
+	case "interrupt":
+		if sess := t.e.current(); sess != nil {
+			if err := sess.Interrupt(); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]any{"type": "interrupt_sent"}, nil
+	}
+	return nil, fmt.Errorf("%s is not a message for a session", m.Type)
+}
