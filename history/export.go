@@ -154,7 +154,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	x := &exporter{
 		r:      r,
 		prices: opts.Prices,
-		seen:   make(map[[2]uint64]struct{}),
+		seen:   make(map[[2]uint64]*Usage),
 		tools:  make(map[string]string),
 		subs:   Subagents(sessionFile),
 		done:   make(map[string]bool),
@@ -205,6 +205,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 			return err
 		}
 	}
+	if err := x.flush(); err != nil {
+		return err
+	}
 	return r.end(Footer{Usage: x.totals, Stats: x.stats})
 }
 
@@ -222,13 +225,72 @@ func (o ExportOptions) fold(def int) int {
 type exporter struct {
 	r      renderer
 	prices *PriceTable
-	seen   map[[2]uint64]struct{}
+	seen   map[[2]uint64]*Usage // final usage so far of each response
 	tools  map[string]string // tool_use id → tool name
 	subs   map[string]Subagent
 	done   map[string]bool // agent ids already exported
 	totals Totals
 	stats  ReadStats
 	lastID string // message id of the previous assistant entry
+
+	// pending is the last record written with a usage, held back by one
+	// record so that the usage moves to the last line of its response.
+	pending      *Record
+	pendingDepth int
+	pendingKey   [2]uint64
+}
+
+// account adds one assistant line's usage to the totals. The lines of one
+// response share (message id, request id); older CLIs wrote a running output
+// count on the earlier ones, so the largest (the last line's) wins, in the
+// totals and on the record that carries the response's usage.
+func (x *exporter) account(rec *Record, m *Message, requestID string) {
+	key := callKey(m.ID, requestID)
+	u := *m.Usage
+	old, dup := x.seen[key]
+	if !dup {
+		x.seen[key] = &u
+		x.totals.addCall(&call{model: m.Model, usage: u}, x.prices)
+	} else if u.OutputTokens > old.OutputTokens {
+		x.totals.OutputTokens += u.OutputTokens - old.OutputTokens
+		newCost, ok1 := x.prices.Cost(m.Model, u)
+		oldCost, ok2 := x.prices.Cost(m.Model, *old)
+		if ok1 && ok2 {
+			x.totals.CostUSD += newCost - oldCost
+		}
+		*old = u
+	}
+	if !dup {
+		rec.Usage = x.seen[key]
+	} else if x.pending != nil && x.pendingKey == key {
+		rec.Usage, x.pending.Usage = x.pending.Usage, nil
+	}
+	if rec.Usage != nil {
+		x.pendingKey = key
+	}
+}
+
+// emit writes a record, holding back the one that carries a usage until the
+// next record shows whether its response goes on.
+func (x *exporter) emit(rec *Record, depth int) error {
+	if err := x.flush(); err != nil {
+		return err
+	}
+	if rec.Usage != nil {
+		x.pending, x.pendingDepth = rec, depth
+		return nil
+	}
+	return x.r.record(rec, depth)
+}
+
+// flush writes the held-back record.
+func (x *exporter) flush() error {
+	p := x.pending
+	if p == nil {
+		return nil
+	}
+	x.pending = nil
+	return x.r.record(p, x.pendingDepth)
 }
 
 func (x *exporter) stream(ctx context.Context, er *EntryReader, depth int) error {
@@ -254,7 +316,7 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 	if !ok {
 		return nil
 	}
-	if err := x.r.record(rec, depth); err != nil {
+	if err := x.emit(rec, depth); err != nil {
 		return err
 	}
 	for _, b := range rec.Blocks {
@@ -302,6 +364,9 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	if first != nil {
 		rec.Timestamp = first.Timestamp
 	}
+	if err := x.flush(); err != nil {
+		return err
+	}
 	if err := x.r.beginSub(rec, depth); err != nil {
 		return err
 	}
@@ -317,6 +382,9 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	}
 	x.lastID = saved
 	x.stats.Add(er.Stats())
+	if err := x.flush(); err != nil {
+		return err
+	}
 	return x.r.endSub(rec, depth)
 }
 
@@ -356,12 +424,7 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		rec.Continued = m.ID != "" && m.ID == x.lastID
 		x.lastID = m.ID
 		if m.Usage != nil && !e.IsAPIErrorMessage && m.Model != "<synthetic>" {
-			key := callKey(m.ID, e.RequestID)
-			if _, dup := x.seen[key]; !dup {
-				x.seen[key] = struct{}{}
-				rec.Usage = m.Usage
-				x.totals.addCall(&call{model: m.Model, usage: *m.Usage}, x.prices)
-			}
+			x.account(rec, m, e.RequestID)
 		}
 	} else {
 		x.lastID = ""

@@ -167,7 +167,7 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	}
 	defer f.Close()
 	s.lr.Reset(f)
-	seen := make(map[[2]uint64]struct{})
+	seen := make(map[[2]uint64]int) // call key → index in fs.calls
 	models := make(map[string]string)
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
@@ -232,15 +232,21 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if li.msgID == "" && li.requestID == "" {
 			key = callKey(li.uuid, "uuid")
 		}
-		if _, dup := seen[key]; dup {
-			continue
-		}
-		seen[key] = struct{}{}
 		c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
 		if err := json.Unmarshal(li.usage, &c.usage); err != nil {
 			fs.stats.Malformed++
 			continue
 		}
+		if i, dup := seen[key]; dup {
+			// Older CLIs write the running count of message_start on the
+			// earlier lines of a response and the final count on its last
+			// line: keep the largest (input and cache counts are equal).
+			if c.usage.OutputTokens > fs.calls[i].usage.OutputTokens {
+				fs.calls[i].usage = c.usage
+			}
+			continue
+		}
+		seen[key] = len(fs.calls)
 		m, ok := models[li.model]
 		if !ok {
 			m = li.model
