@@ -226,7 +226,7 @@ type exporter struct {
 	r      renderer
 	prices *PriceTable
 	seen   map[[2]uint64]*Usage // final usage so far of each response
-	tools  map[string]string // tool_use id → tool name
+	tools  map[string]string    // tool_use id → tool name
 	subs   map[string]Subagent
 	done   map[string]bool // agent ids already exported
 	totals Totals
