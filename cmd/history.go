@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	goio "io"
 	"os"
@@ -39,6 +40,10 @@ subagents included, forks charged only for their own calls) with a price table
 embedded in pneuma; --prices FILE overrides it. A transcript does not hold the
 /compact summary call, and keeps the partial tokens of interrupted responses
 that the CLI does not bill: such sessions are flagged.`,
+	}
+	c.PersistentPreRun = func(c *cobra.Command, args []string) {
+		// Reading history stops at the first signal; nothing is left to kill.
+		setStopNotice(c.Context(), "stopping history now", "stopping history now")
 	}
 	c.PersistentFlags().StringVar(&opts.ConfigDir, "config-dir", "", "Claude Code config directory (default $CLAUDE_CONFIG_DIR or ~/.claude)")
 	c.PersistentFlags().StringVar(&opts.PricesFile, "prices", "", "JSON price table laid over the embedded one")
@@ -134,6 +139,35 @@ func parseWhen(s string, now time.Time, upper bool) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("cannot read %q as a date (YYYY-MM-DD), time (RFC 3339) or age (7d, 12h)", s)
+}
+
+// historyErr turns the error of a history command stopped by a signal into
+// a quiet exit 130 (the signal handler said why).
+func historyErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return &SilentError{Code: ExitInterrupted}
+	}
+	return err
+}
+
+// reportWarnings prints each skipped file on stderr. Skipped files fail the
+// command only when nothing at all could be read.
+func reportWarnings(io *IO, ws []history.Warning, read int) error {
+	for _, w := range ws {
+		fmt.Fprintf(io.ErrOut, "pneuma: warning: skipped %s\n", w)
+	}
+	if len(ws) > 0 && read == 0 {
+		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("no transcript could be read (%d skipped)", len(ws))}
+	}
+	return nil
+}
+
+// nonNil returns ws, or an empty list for JSON output.
+func nonNil(ws []history.Warning) []history.Warning {
+	if ws == nil {
+		return []history.Warning{}
+	}
+	return ws
 }
 
 // limitMemory keeps a scan of a large history within a bounded heap unless

@@ -27,7 +27,7 @@ default. Name sessions by id, prefix or path, or select them with --project,
 the projects/<dir>/ layout, so it can be read back with --config-dir DEST.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Sessions = args
-			return historyArchive(c.Context(), io, opts)
+			return historyErr(c.Context(), historyArchive(c.Context(), io, opts))
 		},
 	}
 	opts.addSelectFlags(c)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,7 @@ API keys, tokens, passwords and private keys are redacted in every format.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Session = args[0]
-			return historyShow(c.Context(), io, opts)
+			return historyErr(c.Context(), historyShow(c.Context(), io, opts))
 		},
 	}
 	c.Flags().StringVarP(&opts.Format, "format", "f", "md", "md, json, html or text")
@@ -57,15 +58,26 @@ func historyShow(ctx context.Context, io *IO, opts *historyShowOptions) error {
 		if errors.As(err, &amb) {
 			return &UsageError{Err: err}
 		}
-		return err
+		return unreadable(err)
 	}
 	w, done, err := createOutput(io, opts.Output)
 	if err != nil {
 		return err
 	}
-	err = history.Export(ctx, w, s.Path, history.ExportOptions{Format: format, Prices: prices, Fold: opts.Fold})
+	warn := func(w history.Warning) { fmt.Fprintf(io.ErrOut, "pneuma: warning: skipped %s\n", w) }
+	err = history.Export(ctx, w, s.Path, history.ExportOptions{Format: format, Prices: prices, Fold: opts.Fold, Warn: warn})
 	if derr := done(err == nil); err == nil {
 		err = derr
+	}
+	return unreadable(err)
+}
+
+// unreadable gives a session that cannot be read (a named pipe, a
+// directory, a symlink loop, permission denied) exit code 3.
+func unreadable(err error) error {
+	var u *history.UnreadableError
+	if errors.As(err, &u) {
+		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
 	return err
 }

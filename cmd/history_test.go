@@ -32,9 +32,17 @@ func TestHistoryUsageJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var doc struct {
+		Rows     []map[string]any `json:"rows"`
+		Total    map[string]any   `json:"total"`
+		Warnings []any            `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	rows := doc.Rows
+	if doc.Warnings == nil || len(doc.Warnings) != 0 || doc.Total["api_calls"] != 7.0 {
+		t.Errorf("warnings %v, total %v; want [] and 7 calls", doc.Warnings, doc.Total)
 	}
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3: %s", len(rows), out)
@@ -98,12 +106,14 @@ func TestHistoryList(t *testing.T) {
 		t.Errorf("list shows a secret from a first prompt:\n%s", out)
 	}
 	out, _, code = runHistory(t, env, "list", "--config-dir", historyTestdata, "--project", "/srv/other", "--json")
-	var sessions []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &sessions) != nil || len(sessions) != 1 || sessions[0]["session_id"] != "cccccccc-3333-4333-8333-333333333333" {
+	var list struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Sessions) != 1 || list.Sessions[0]["session_id"] != "cccccccc-3333-4333-8333-333333333333" {
 		t.Errorf("list --project: exit %d\n%s", code, out)
 	}
-	if flags, _ := sessions[0]["flags"].([]any); !slices.Contains(flags, any("compacted")) {
-		t.Errorf("compacted session not flagged: %v", sessions[0])
+	if flags, _ := list.Sessions[0]["flags"].([]any); !slices.Contains(flags, any("compacted")) {
+		t.Errorf("compacted session not flagged: %v", list.Sessions[0])
 	}
 }
 

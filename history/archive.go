@@ -110,7 +110,7 @@ func copyFile(ctx context.Context, f archFile, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	in, err := os.Open(f.src)
+	in, err := openFile(f.src)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -176,7 +176,7 @@ func writeTarGz(ctx context.Context, files []archFile, dst string) (err error) {
 }
 
 func addTar(ctx context.Context, tw *tar.Writer, f archFile) error {
-	in, err := os.Open(f.src)
+	in, err := openFile(f.src)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}

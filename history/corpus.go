@@ -95,6 +95,12 @@ type Corpus struct {
 	sessions []*SessionSummary
 	// Stats sums what every reader skipped.
 	Stats ReadStats
+	// Warnings lists the files that could not be read (named pipes,
+	// directories named like transcripts, symlink loops, permission denied);
+	// every other file was read.
+	Warnings []Warning
+	// FilesRead counts the transcripts read (subagents included).
+	FilesRead int
 }
 
 // ScanOptions configures Scan.
@@ -114,11 +120,13 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	if opts.Prices == nil {
 		opts.Prices = DefaultPrices()
 	}
-	files, err := ListSessions(ctx, configDir)
+	listing, err := List(ctx, configDir)
 	if err != nil {
 		return nil, err
 	}
-	files = selectProjects(files, opts.Filter)
+	c := &Corpus{Warnings: listing.Warnings}
+	warn := func(w Warning) { c.Warnings = append(c.Warnings, w) }
+	files := selectProjects(listing.Files, opts.Filter)
 	var paths, projs []string
 	bySID := make(map[string]*SessionSummary, len(files))
 	var sessions []*SessionSummary
@@ -128,7 +136,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		sessions = append(sessions, s)
 		paths = append(paths, f.Path)
 		projs = append(projs, f.ProjectDir)
-		subs := f.Subagents()
+		subs := f.SubagentFiles(warn)
 		s.Subagents = len(subs)
 		for _, sp := range subs {
 			paths = append(paths, sp)
@@ -140,7 +148,6 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		sid, agent := sessionOf(p)
 		targets[i] = &fileScan{path: p, sessionID: sid, agent: agent, projDir: projs[i]}
 	}
-	c := &Corpus{}
 	owner := func(fs *fileScan) *SessionSummary {
 		if !fs.agent {
 			return bySID[fs.path]
@@ -152,6 +159,11 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		s := owner(fs)
 		if s == nil {
 			return
+		}
+		if fs.err != nil {
+			warn(warningOf(fs.path, fs.err))
+		} else {
+			c.FilesRead++
 		}
 		c.Stats.Add(fs.stats)
 		s.Stats.Add(fs.stats)

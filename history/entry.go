@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -214,12 +213,15 @@ type Subagent struct {
 // Subagents lists a transcript's subagents with their meta files, keyed by
 // the Agent tool_use id that started them (or "agent:<id>" when the meta file
 // is missing; the tool_result's agentId links those).
-func Subagents(sessionFile string) map[string]Subagent {
+func Subagents(sessionFile string) map[string]Subagent { return subagentsOf(sessionFile, nil) }
+
+// subagentsOf is Subagents, reporting unreadable agent files to warn.
+func subagentsOf(sessionFile string, warn func(Warning)) map[string]Subagent {
 	out := make(map[string]Subagent)
-	for _, p := range (SessionFile{Path: sessionFile}).Subagents() {
+	for _, p := range (SessionFile{Path: sessionFile}).SubagentFiles(warn) {
 		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "agent-"), ".jsonl")
 		sa := Subagent{AgentID: id, Path: p}
-		if data, err := os.ReadFile(strings.TrimSuffix(p, ".jsonl") + ".meta.json"); err == nil {
+		if data, err := readSmallFile(strings.TrimSuffix(p, ".jsonl")+".meta.json", 1<<20); err == nil {
 			_ = json.Unmarshal(data, &sa.Meta)
 		}
 		if sa.Meta.ToolUseID != "" {

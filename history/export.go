@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,6 +122,9 @@ type ExportOptions struct {
 	Fold int
 	// Title overrides the document title.
 	Title string
+	// Warn, when set, is told about subagent files that cannot be read;
+	// they are left out and the export goes on.
+	Warn func(Warning)
 }
 
 // Export writes one session (the transcript at sessionFile, its subagents
@@ -146,7 +148,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	default:
 		return fmt.Errorf("unknown format %q", opts.Format)
 	}
-	f, err := os.Open(sessionFile)
+	f, err := openFile(sessionFile)
 	if err != nil {
 		return fmt.Errorf("open session: %w", err)
 	}
@@ -156,7 +158,8 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 		prices: opts.Prices,
 		seen:   make(map[[2]uint64]*Usage),
 		tools:  make(map[string]string),
-		subs:   Subagents(sessionFile),
+		subs:   subagentsOf(sessionFile, opts.Warn),
+		warn:   opts.Warn,
 		done:   make(map[string]bool),
 	}
 	er := NewEntryReader(f)
@@ -228,6 +231,7 @@ type exporter struct {
 	seen   map[[2]uint64]*Usage // final usage so far of each response
 	tools  map[string]string    // tool_use id → tool name
 	subs   map[string]Subagent
+	warn   func(Warning)
 	done   map[string]bool // agent ids already exported
 	totals Totals
 	stats  ReadStats
@@ -350,9 +354,12 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	}
 	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
 		Description: sa.Meta.Description, ToolUseID: toolUseID, Sidechain: true}
-	f, err := os.Open(sa.Path)
+	f, err := openFile(sa.Path)
 	if err != nil {
-		return fmt.Errorf("open subagent %s: %w", sa.AgentID, err)
+		if x.warn != nil {
+			x.warn(warningOf(sa.Path, err))
+		}
+		return nil
 	}
 	defer f.Close()
 	er := NewEntryReader(f)

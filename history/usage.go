@@ -112,6 +112,7 @@ type fileScan struct {
 	last      time.Time // last timestamp
 	calls     []call
 	stats     ReadStats
+	err       error // why the file could not be read (wholly or to its end)
 
 	// Summary fields, filled when the scan asks for them.
 	firstPrompt string
@@ -161,7 +162,7 @@ func newScanner(summary bool) *scanner {
 // scanFile reads one transcript and collects its API calls (deduplicated
 // within the file) and, in summary mode, its prompts and timestamps.
 func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
-	f, err := os.Open(fs.path)
+	f, err := openFile(fs.path)
 	if err != nil {
 		return fmt.Errorf("open transcript: %w", err)
 	}
@@ -354,7 +355,7 @@ func sessionOf(path string) (sid string, agent bool) {
 // whether it starts like a --fork-session copy (a "mode" line), which is
 // enough to order files by who wrote a call first without reading them.
 func peekStart(path string) (start time.Time, forkLike bool) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -431,8 +432,15 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge f
 			s := newScanner(summary)
 			for i := range jobs {
 				fs := order[i].fs
-				if err := s.scanFile(ctx, fs); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err // a file removed by the CLI's cleanup meanwhile is empty
+				if err := s.scanFile(ctx, fs); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					// A file removed by the CLI's cleanup meanwhile is
+					// empty; any other failure is the caller's warning.
+					if !errors.Is(err, os.ErrNotExist) {
+						fs.err = err
+					}
 				}
 				done[i] <- fs
 			}
@@ -478,7 +486,7 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 	if prices == nil {
 		prices = DefaultPrices()
 	}
-	if _, err := os.Stat(sessionFile); err != nil {
+	if _, err := checkRegular(sessionFile); err != nil {
 		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
 	var targets []*fileScan
@@ -488,7 +496,11 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 	}
 	var t Totals
 	seen := make(map[[2]uint64]struct{})
+	var mainErr error
 	err := scanOrdered(ctx, targets, false, func(fs *fileScan) {
+		if fs.err != nil && !fs.agent {
+			mainErr = fs.err
+		}
 		for i := range fs.calls {
 			c := &fs.calls[i]
 			if _, dup := seen[c.key]; dup {
@@ -498,8 +510,11 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 			t.addCall(c, prices)
 		}
 	})
+	if err == nil {
+		err = mainErr
+	}
 	if err != nil {
-		return Totals{}, err
+		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
 	return t, nil
 }

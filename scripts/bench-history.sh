@@ -85,7 +85,7 @@ t_p=${best[pneuma]} rss_p=${rss[pneuma]}
 t_cc=${best[ccusage]} rss_cc=${rss[ccusage]}
 unset CLAUDE_CONFIG_DIR
 
-p_tokens=$(jq -c '{input: (map(.input_tokens)|add), output: (map(.output_tokens)|add), cache_read: (map(.cache_read_input_tokens)|add), cache_write: (map(.cache_creation_input_tokens)|add)}' "$tmp/pneuma.out")
+p_tokens=$(jq -c '.rows | {input: (map(.input_tokens)|add), output: (map(.output_tokens)|add), cache_read: (map(.cache_read_input_tokens)|add), cache_write: (map(.cache_creation_input_tokens)|add)}' "$tmp/pneuma.out")
 cc_tokens=$(jq -c '.totals | {input: .inputTokens, output: .outputTokens, cache_read: .cacheReadTokens, cache_write: .cacheCreationTokens}' "$tmp/ccusage.out")
 
 echo "== history show of a 200 MB session: time to first byte"
