@@ -88,6 +88,12 @@ func sessionFiles(sessionFile, rel string) ([]archFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
+	// CLI 2.0.x kept subagent transcripts next to the sessions.
+	for _, p := range topAgents(base)[strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl")] {
+		if info, err := checkRegular(p); err == nil {
+			out = append(out, archFile{src: p, rel: filepath.Join(rel, filepath.Base(p)), info: info})
+		}
+	}
 	return out, nil
 }
 

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -33,6 +34,8 @@ const (
 	FlagUnpriced = "unpriced"
 	// FlagMalformed: some lines could not be read.
 	FlagMalformed = "malformed_lines"
+	// FlagOrphan: the main transcript is gone; only its subagents remain.
+	FlagOrphan = "orphan"
 )
 
 // SessionSummary is one row of `history list`.
@@ -127,33 +130,40 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	c := &Corpus{Warnings: listing.Warnings}
 	warn := func(w Warning) { c.Warnings = append(c.Warnings, w) }
 	files := selectProjects(listing.Files, opts.Filter)
-	var paths, projs []string
-	bySID := make(map[string]*SessionSummary, len(files))
+	orphans := make(map[string]bool)
+	for _, o := range selectProjects(listing.Orphans, opts.Filter) {
+		files = append(files, o)
+		orphans[o.Path] = true
+	}
+	byPath := make(map[string]*SessionSummary, len(files))
+	tops := make(map[string]map[string][]string) // project dir → parent sid → CLI 2.0.x agent files
 	var sessions []*SessionSummary
+	var targets []*fileScan
 	for _, f := range files {
 		s := &SessionSummary{ID: f.ID, ProjectDir: f.ProjectDir, Path: f.Path}
-		bySID[f.Path] = s
 		sessions = append(sessions, s)
-		paths = append(paths, f.Path)
-		projs = append(projs, f.ProjectDir)
-		subs := f.SubagentFiles(warn)
+		if !orphans[f.Path] {
+			byPath[f.Path] = s
+			targets = append(targets, &fileScan{path: f.Path, sessionID: f.ID, projDir: f.ProjectDir})
+		}
+		proj := filepath.Dir(f.Path)
+		top, ok := tops[proj]
+		if !ok {
+			top = topAgents(proj)
+			tops[proj] = top
+		}
+		subs := f.subagentFiles(top, warn)
 		s.Subagents = len(subs)
 		for _, sp := range subs {
-			paths = append(paths, sp)
-			projs = append(projs, f.ProjectDir)
+			byPath[sp] = s
+			targets = append(targets, &fileScan{path: sp, sessionID: f.ID, agent: true, projDir: f.ProjectDir})
+		}
+		if orphans[f.Path] {
+			s.addFlag(FlagOrphan)
+			warn(Warning{Path: f.Path, Problem: fmt.Sprintf("main transcript missing; %s counted under session %s", plural(len(subs), "subagent transcript"), f.ID)})
 		}
 	}
-	targets := make([]*fileScan, len(paths))
-	for i, p := range paths {
-		sid, agent := sessionOf(p)
-		targets[i] = &fileScan{path: p, sessionID: sid, agent: agent, projDir: projs[i]}
-	}
-	owner := func(fs *fileScan) *SessionSummary {
-		if !fs.agent {
-			return bySID[fs.path]
-		}
-		return bySID[filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(fs.path))), fs.sessionID+".jsonl")]
-	}
+	owner := func(fs *fileScan) *SessionSummary { return byPath[fs.path] }
 	seen := make(map[[2]uint64]struct{})
 	err = scanOrdered(ctx, targets, opts.Summary, func(fs *fileScan) {
 		s := owner(fs)
@@ -174,9 +184,18 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 				s.LastActivity = fs.last
 			}
 			s.FirstPrompt, s.Prompts = redact.String(fold(fs.firstPrompt, 1000)), fs.prompts
-		} else if fs.last.After(s.LastActivity) {
-			s.LastActivity = fs.last
+		} else {
+			if fs.last.After(s.LastActivity) {
+				s.LastActivity = fs.last
+			}
+			if s.Project == "" {
+				s.Project = fs.cwd
+			}
+			if s.Started.IsZero() || (!fs.start.IsZero() && fs.start.Before(s.Started) && orphans[s.Path]) {
+				s.Started = fs.start
+			}
 		}
+		s.Subagents += fs.inlineAgents
 		if fs.compacted > 0 {
 			s.addFlag(FlagCompacted)
 		}

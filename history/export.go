@@ -154,13 +154,15 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	}
 	defer f.Close()
 	x := &exporter{
-		r:      r,
-		prices: opts.Prices,
-		seen:   make(map[[2]uint64]*Usage),
-		tools:  make(map[string]string),
-		subs:   subagentsOf(sessionFile, opts.Warn),
-		warn:   opts.Warn,
-		done:   make(map[string]bool),
+		r:       r,
+		prices:  opts.Prices,
+		seen:    make(map[[2]uint64]*Usage),
+		tools:   make(map[string]string),
+		subs:    subagentsOf(sessionFile, opts.Warn),
+		warn:    opts.Warn,
+		calls:   make(map[string]agentCall),
+		chainOf: make(map[string]*inlineChain),
+		done:    make(map[string]bool),
 	}
 	er := NewEntryReader(f)
 	// Read ahead until an entry names the cwd, so the header can show it.
@@ -193,6 +195,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	}
 	if err := x.stream(ctx, er, 0); err != nil {
 		return fmt.Errorf("export %s: %w", sessionFile, err)
+	}
+	if err := x.flushInline(ctx, 0); err != nil {
+		return err
 	}
 	x.stats.Add(er.Stats())
 	// Subagents no tool call pointed at still belong to the session.
@@ -232,10 +237,16 @@ type exporter struct {
 	tools  map[string]string    // tool_use id → tool name
 	subs   map[string]Subagent
 	warn   func(Warning)
-	done   map[string]bool // agent ids already exported
-	totals Totals
-	stats  ReadStats
-	lastID string // message id of the previous assistant entry
+	// Agent calls of the main chain by tool_use id; those no subagent file
+	// answers yet, oldest first; CLI 1.0.x inline sidechains being gathered.
+	calls     map[string]agentCall
+	openCalls []agentCall
+	chains    []*inlineChain
+	chainOf   map[string]*inlineChain // sidechain uuid → its chain
+	done      map[string]bool         // agent ids already exported
+	totals    Totals
+	stats     ReadStats
+	lastID    string // message id of the previous assistant entry
 
 	// pending is the last record written with a usage, held back by one
 	// record so that the usage moves to the last line of its response.
@@ -316,12 +327,24 @@ func (x *exporter) stream(ctx context.Context, er *EntryReader, depth int) error
 }
 
 func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
+	if depth == 0 && e.IsSidechain {
+		x.addInline(e) // CLI 1.0.x: a subagent's line inside the main file
+		return nil
+	}
+	if depth == 0 {
+		if err := x.flushInlineFor(ctx, e, depth); err != nil {
+			return err
+		}
+	}
 	rec, ok := x.normalise(e)
 	if !ok {
 		return nil
 	}
 	if err := x.emit(rec, depth); err != nil {
 		return err
+	}
+	if depth == 0 {
+		x.noteCalls(rec)
 	}
 	for _, b := range rec.Blocks {
 		if b.Type != "tool_use" || (b.Name != "Agent" && b.Name != "Task") {
@@ -340,7 +363,7 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 	}) {
 		if id := e.ResultAgentID(); id != "" && !x.done[id] {
 			if sa, ok := x.subs["agent:"+id]; ok {
-				return x.subagent(ctx, sa, "", depth)
+				return x.subagent(ctx, sa, resultToolUseID(rec), depth)
 			}
 		}
 	}
@@ -354,6 +377,9 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	}
 	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
 		Description: sa.Meta.Description, ToolUseID: toolUseID, Sidechain: true}
+	if c, ok := x.calls[toolUseID]; ok && rec.Description == "" && rec.AgentType == "" {
+		rec.Description, rec.AgentType = c.description, c.agentType // no meta file (CLI 2.0.x)
+	}
 	f, err := openFile(sa.Path)
 	if err != nil {
 		if x.warn != nil {
@@ -454,6 +480,16 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		rec.Blocks = append(rec.Blocks, rb)
 	}
 	return rec, true
+}
+
+// resultToolUseID returns the tool_use id an Agent tool_result answers.
+func resultToolUseID(rec *Record) string {
+	for _, b := range rec.Blocks {
+		if b.Type == "tool_result" && (b.ToolName == "Agent" || b.ToolName == "Task") {
+			return b.ToolUseID
+		}
+	}
+	return ""
 }
 
 // redacted returns a copy of r with secrets redacted in every string a

@@ -158,7 +158,18 @@ func (s SessionFile) Subagents() []string { return s.SubagentFiles(nil) }
 // and calls warn (when not nil) for each agent-*.jsonl that is not a
 // readable file.
 func (s SessionFile) SubagentFiles(warn func(Warning)) []string {
+	return s.subagentFiles(topAgents(filepath.Dir(s.Path)), warn)
+}
+
+// subagentFiles is SubagentFiles with the project's top-level agent files
+// (by parent session id) already known.
+func (s SessionFile) subagentFiles(top map[string][]string, warn func(Warning)) []string {
 	m, _ := filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+	id := s.ID
+	if id == "" {
+		id = strings.TrimSuffix(filepath.Base(s.Path), ".jsonl")
+	}
+	m = append(m, top[id]...)
 	sort.Strings(m)
 	out := m[:0]
 	for _, p := range m {
@@ -169,6 +180,29 @@ func (s SessionFile) SubagentFiles(warn func(Warning)) []string {
 			continue
 		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// isTopAgent reports whether a top-level file name is a CLI 2.0.x subagent
+// transcript (agent-<id>.jsonl next to the sessions, not a session).
+func isTopAgent(name string) bool {
+	return strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl")
+}
+
+// topAgents maps parent session ids to the CLI 2.0.x subagent transcripts
+// at the top of a project directory (their lines carry the parent's
+// sessionId). Files that cannot be read are left to the caller's listing.
+func topAgents(projDir string) map[string][]string {
+	m, _ := filepath.Glob(filepath.Join(projDir, "agent-*.jsonl"))
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string][]string)
+	for _, p := range m {
+		if sid := FileSessionID(p); sid != "" {
+			out[sid] = append(out[sid], p)
+		}
 	}
 	return out
 }
@@ -195,6 +229,10 @@ type Listing struct {
 	Bad []BadFile
 	// Warnings are every problem met, bad sessions included.
 	Warnings []Warning
+	// Orphans are sessions whose main transcript is gone but whose
+	// subagent transcripts remain (<sid>/subagents/, or CLI 2.0.x top-level
+	// agent files naming it); Path is where the transcript was.
+	Orphans []SessionFile
 }
 
 // BadFile is a session entry that cannot be read.
@@ -254,7 +292,30 @@ func (l *Listing) listProject(dir, name string) {
 		l.Warnings = append(l.Warnings, warningOf(dir, fmt.Errorf("list project: %w", err)))
 		return
 	}
+	have := make(map[string]bool, len(entries))
 	for _, e := range entries {
+		have[e.Name()] = true
+	}
+	orphans := make(map[string]bool)
+	orphan := func(sid string) {
+		if !have[sid+".jsonl"] && !orphans[sid] && validSessionID(sid) {
+			orphans[sid] = true
+			l.Orphans = append(l.Orphans, SessionFile{ID: sid, Path: filepath.Join(dir, sid+".jsonl"), ProjectDir: name})
+		}
+	}
+	topDone := false
+	for _, e := range entries {
+		if e.IsDir() && !have[e.Name()+".jsonl"] {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), "subagents")); err == nil {
+				orphan(e.Name())
+			}
+		}
+		if isTopAgent(e.Name()) && !topDone {
+			topDone = true
+			for sid := range topAgents(dir) {
+				orphan(sid)
+			}
+		}
 		if !strings.HasSuffix(e.Name(), ".jsonl") {
 			continue
 		}
@@ -268,11 +329,15 @@ func (l *Listing) listProject(dir, name string) {
 			err = &UnreadableError{Path: sf.Path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(t))}
 		}
 		if err != nil {
-			l.Bad = append(l.Bad, BadFile{SessionFile: sf, Err: err})
+			if !isTopAgent(e.Name()) {
+				l.Bad = append(l.Bad, BadFile{SessionFile: sf, Err: err})
+			}
 			l.Warnings = append(l.Warnings, warningOf(sf.Path, err))
 			continue
 		}
-		l.Files = append(l.Files, sf)
+		if !isTopAgent(e.Name()) {
+			l.Files = append(l.Files, sf)
+		}
 	}
 }
 
@@ -330,6 +395,18 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 // FileCwd returns the first "cwd" recorded in a transcript, or "" when none is
 // found in its first lines.
 func FileCwd(path string) string {
+	return peekField(path, func(li *lineInfo) string { return li.cwd })
+}
+
+// FileSessionID returns the first "sessionId" recorded in a transcript, or
+// "" when none is found in its first lines.
+func FileSessionID(path string) string {
+	return peekField(path, func(li *lineInfo) string { return li.sessionID })
+}
+
+// peekField returns the first non-empty field of the first lines of a
+// transcript.
+func peekField(path string, field func(*lineInfo) string) string {
 	f, err := openFile(path)
 	if err != nil {
 		return ""
@@ -342,8 +419,8 @@ func FileCwd(path string) string {
 			return ""
 		}
 		var li lineInfo
-		if scanLine(line, &li, false) == nil && li.cwd != "" {
-			return li.cwd
+		if scanLine(line, &li, false) == nil && field(&li) != "" {
+			return field(&li)
 		}
 	}
 	return ""

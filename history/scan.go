@@ -18,6 +18,7 @@ type lineInfo struct {
 	typ, timestamp, sessionID, cwd, requestID  string
 	uuid, promptSource                         string
 	isSidechain, isAPIError, isMeta, isCompact bool
+	parentNull                                 bool // "parentUuid":null
 	msgID, model, role                         string
 	usage                                      []byte // raw message.usage object
 	content                                    []byte // raw message.content (only when asked)
@@ -50,6 +51,8 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 			li.uuid = strValue(v)
 		case "promptSource":
 			li.promptSource = strValue(v)
+		case "parentUuid":
+			li.parentNull = bytes.Equal(v, litNull)
 		case "isSidechain":
 			li.isSidechain = bytes.Equal(v, litTrue)
 		case "isApiErrorMessage":
@@ -95,7 +98,10 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 	return nil
 }
 
-var litTrue = []byte("true")
+var (
+	litTrue = []byte("true")
+	litNull = []byte("null")
+)
 
 // strValue returns the string a raw JSON string value holds, or "" for any
 // other value.

@@ -120,6 +120,9 @@ type fileScan struct {
 	compacted   int
 	interrupted int
 	apiErrors   int
+	// inlineAgents counts CLI 1.0.x sidechains kept in the main file (their
+	// first user line has isSidechain and no parent).
+	inlineAgents int
 }
 
 var (
@@ -267,6 +270,9 @@ func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
 			fs.compacted++
 		}
 	case "user":
+		if li.isSidechain && li.parentNull && !fs.agent {
+			fs.inlineAgents++
+		}
 		if li.isSidechain || li.isMeta || li.isCompact {
 			return
 		}
@@ -339,16 +345,6 @@ func promptText(content []byte) (string, bool) {
 		i = end
 	}
 	return text, isPrompt && text != ""
-}
-
-// sessionOf returns the session a transcript path belongs to and whether it
-// is a subagent file (<sid>/subagents/agent-*.jsonl).
-func sessionOf(path string) (sid string, agent bool) {
-	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "subagents" {
-		return filepath.Base(filepath.Dir(dir)), true
-	}
-	return strings.TrimSuffix(filepath.Base(path), ".jsonl"), false
 }
 
 // peekStart reads the beginning of a transcript for the first timestamp and
@@ -490,9 +486,9 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
 	var targets []*fileScan
-	for _, p := range append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...) {
-		sid, agent := sessionOf(p)
-		targets = append(targets, &fileScan{path: p, sessionID: sid, agent: agent})
+	sid := strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl")
+	for i, p := range append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...) {
+		targets = append(targets, &fileScan{path: p, sessionID: sid, agent: i > 0})
 	}
 	var t Totals
 	seen := make(map[[2]uint64]struct{})
