@@ -183,7 +183,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 			if fs.last.After(s.LastActivity) {
 				s.LastActivity = fs.last
 			}
-			s.FirstPrompt, s.Prompts = redact.String(fold(fs.firstPrompt, 1000)), fs.prompts
+			s.FirstPrompt, s.Prompts = redact.Secrets(stripControls(fold(fs.firstPrompt, 1000))), fs.prompts
 		} else {
 			if fs.last.After(s.LastActivity) {
 				s.LastActivity = fs.last

@@ -37,6 +37,11 @@ type Entry struct {
 	LastPrompt        string          `json:"lastPrompt,omitempty"`
 	Attachment        json.RawMessage `json:"attachment,omitempty"`
 	Mode              string          `json:"mode,omitempty"`
+	// Summary is a summary entry's text: the session's title.
+	Summary string `json:"summary,omitempty"`
+	// Raw is the whole line, kept only for entry types this reader does
+	// not know (see KnownType), so that exports can pass them on.
+	Raw json.RawMessage `json:"-"`
 	// Line is the entry's 1-based line number in its file.
 	Line int `json:"-"`
 }
@@ -168,6 +173,9 @@ func (er *EntryReader) Next() (*Entry, error) {
 			continue
 		}
 		e.Line = er.line
+		if !KnownType(e.Type) {
+			e.Raw = bytes.Clone(line)
+		}
 		return e, nil
 	}
 }
@@ -194,6 +202,23 @@ func ParseEntry(line []byte) (*Entry, error) {
 	}
 	return &e, nil
 }
+
+// knownTypes are the entry types of the CLI's own reader (reference 4.3).
+var knownTypes = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Fields(`user assistant attachment system progress summary custom-title
+		ended-by-model ai-title last-prompt tag relocated agent-name agent-color agent-setting pr-link
+		frame-link bridge-session file-history-snapshot attribution-snapshot speculation-accept mode
+		permission-mode isolation-latch worktree-state queue-operation marble-origami-commit
+		marble-origami-snapshot marble-origami-reset content-replacement fork-context-ref`) {
+		knownTypes[t] = true
+	}
+}
+
+// KnownType reports whether the CLI's reader knows entry type t. Exports
+// keep entries of other types (a newer CLI's) instead of dropping them.
+func KnownType(t string) bool { return knownTypes[t] }
 
 // SubagentMeta is <sid>/subagents/agent-<id>.meta.json.
 type SubagentMeta struct {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // Format is an export format of `history show`.
@@ -77,6 +75,12 @@ type Record struct {
 	AgentType   string `json:"agent_type,omitempty"`
 	Description string `json:"description,omitempty"`
 	ToolUseID   string `json:"tool_use_id,omitempty"`
+	// Title is a summary entry's text (Type "summary"): the session title.
+	Title string `json:"title,omitempty"`
+	// Unknown marks an entry of a type this reader does not know; Raw is
+	// its whole line.
+	Unknown bool            `json:"unknown,omitempty"`
+	Raw     json.RawMessage `json:"raw,omitempty"`
 	// Continued is true when this assistant entry continues the previous
 	// one (the CLI writes one line per content block of a response).
 	Continued bool `json:"-"`
@@ -125,6 +129,9 @@ type ExportOptions struct {
 	// Warn, when set, is told about subagent files that cannot be read;
 	// they are left out and the export goes on.
 	Warn func(Warning)
+	// NoRedact keeps secrets as they are (terminal control sequences are
+	// still stripped).
+	NoRedact bool
 }
 
 // Export writes one session (the transcript at sessionFile, its subagents
@@ -154,15 +161,17 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	}
 	defer f.Close()
 	x := &exporter{
-		r:       r,
-		prices:  opts.Prices,
-		seen:    make(map[[2]uint64]*Usage),
-		tools:   make(map[string]string),
-		subs:    subagentsOf(sessionFile, opts.Warn),
-		warn:    opts.Warn,
-		calls:   make(map[string]agentCall),
-		chainOf: make(map[string]*inlineChain),
-		done:    make(map[string]bool),
+		r:        r,
+		prices:   opts.Prices,
+		seen:     make(map[[2]uint64]*Usage),
+		tools:    make(map[string]string),
+		subs:     subagentsOf(sessionFile, opts.Warn),
+		warn:     opts.Warn,
+		clean:    cleanText(!opts.NoRedact),
+		redactOn: !opts.NoRedact,
+		calls:    make(map[string]agentCall),
+		chainOf:  make(map[string]*inlineChain),
+		done:     make(map[string]bool),
 	}
 	er := NewEntryReader(f)
 	// Read ahead until an entry names the cwd, so the header can show it.
@@ -181,7 +190,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 			h.Started = e.Timestamp
 		}
 		if e.Cwd != "" {
-			h.Project, h.GitBranch, h.Version = redact.String(e.Cwd), e.GitBranch, e.Version
+			h.Project, h.GitBranch, h.Version = x.clean(e.Cwd), x.clean(e.GitBranch), x.clean(e.Version)
 			break
 		}
 	}
@@ -237,6 +246,9 @@ type exporter struct {
 	tools  map[string]string    // tool_use id → tool name
 	subs   map[string]Subagent
 	warn   func(Warning)
+	// clean strips control sequences and (when redactOn) redacts secrets.
+	clean    func(string) string
+	redactOn bool
 	// Agent calls of the main chain by tool_use id; those no subagent file
 	// answers yet, oldest first; CLI 1.0.x inline sidechains being gathered.
 	calls     map[string]agentCall
@@ -340,6 +352,7 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 	if !ok {
 		return nil
 	}
+	rec = rec.cleaned(x.clean, x.redactOn)
 	if err := x.emit(rec, depth); err != nil {
 		return err
 	}
@@ -375,10 +388,10 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	if toolUseID == "" {
 		toolUseID = sa.Meta.ToolUseID
 	}
-	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
-		Description: sa.Meta.Description, ToolUseID: toolUseID, Sidechain: true}
+	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: x.clean(sa.Meta.AgentType),
+		Description: x.clean(sa.Meta.Description), ToolUseID: toolUseID, Sidechain: true}
 	if c, ok := x.calls[toolUseID]; ok && rec.Description == "" && rec.AgentType == "" {
-		rec.Description, rec.AgentType = c.description, c.agentType // no meta file (CLI 2.0.x)
+		rec.Description, rec.AgentType = x.clean(c.description), x.clean(c.agentType) // no meta file (CLI 2.0.x)
 	}
 	f, err := openFile(sa.Path)
 	if err != nil {
@@ -448,8 +461,18 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		}
 		rec.Blocks = []RBlock{{Type: "text", Text: text}}
 		return rec, true
+	case "summary":
+		if e.Summary == "" {
+			return nil, false
+		}
+		rec.Title = e.Summary
+		return rec, true
 	default:
-		return nil, false
+		if KnownType(e.Type) || len(e.Raw) == 0 {
+			return nil, false // attachments, queue operations, modes…
+		}
+		rec.Unknown, rec.Raw = true, e.Raw
+		return rec, true
 	}
 	m := e.Message
 	rec.Model, rec.MessageID = m.Model, m.ID
@@ -492,15 +515,17 @@ func resultToolUseID(rec *Record) string {
 	return ""
 }
 
-// redacted returns a copy of r with secrets redacted in every string a
-// person or tool wrote.
-func (r *Record) redacted() *Record {
+// cleaned returns a copy of r with clean applied to every string a person
+// or tool wrote (see cleanText and cleanJSON).
+func (r *Record) cleaned(clean func(string) string, redactOn bool) *Record {
 	c := *r
-	c.Description = redact.String(r.Description)
+	c.Description = clean(r.Description)
+	c.Title = clean(r.Title)
+	c.Raw = cleanJSON(r.Raw, clean, redactOn)
 	c.Blocks = make([]RBlock, len(r.Blocks))
 	for i, b := range r.Blocks {
-		b.Text = redact.String(b.Text)
-		b.Input = redactJSON(b.Input)
+		b.Text = clean(b.Text)
+		b.Input = cleanJSON(b.Input, clean, redactOn)
 		c.Blocks[i] = b
 	}
 	return &c

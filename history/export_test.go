@@ -151,8 +151,10 @@ func TestRedactJSON(t *testing.T) {
 	if strings.Contains(out, "abcdefgh12345678") || strings.Contains(out, "AKIA") || !json.Valid([]byte(out)) {
 		t.Errorf("redactJSON = %s", out)
 	}
-	raw = json.RawMessage(`{"url":"https://x","headers":{"X-Api-Key":"abc","Accept":"text/plain"},"max_tokens":"5","password":""}`)
-	want := `{"headers":{"Accept":"text/plain","X-Api-Key":"[REDACTED]"},"max_tokens":"5","password":"[REDACTED]","url":"https://x"}`
+	// A secret-named key hides a value that looks like a secret, not a
+	// word, a literal or nothing.
+	raw = json.RawMessage(`{"url":"https://x","headers":{"X-Api-Key":"Zx8Qw3Lp9Rt2Vb7N","Accept":"text/plain"},"max_tokens":"5","password":"hunter2!","primary_key":"id","token":""}`)
+	want := `{"headers":{"Accept":"text/plain","X-Api-Key":"[REDACTED]"},"max_tokens":"5","password":"[REDACTED]","primary_key":"id","token":"","url":"https://x"}`
 	if out := string(redactJSON(raw)); out != want {
 		t.Errorf("redactJSON of secret-named keys = %s, want %s", out, want)
 	}

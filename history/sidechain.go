@@ -111,8 +111,8 @@ func (x *exporter) flushInline(ctx context.Context, depth int) error {
 }
 
 func (x *exporter) inlineSub(ctx context.Context, ch *inlineChain, depth int) error {
-	rec := &Record{Type: "subagent", AgentID: ch.root, AgentType: ch.call.agentType,
-		Description: ch.call.description, ToolUseID: ch.call.id, Sidechain: true, Timestamp: ch.entries[0].Timestamp}
+	rec := &Record{Type: "subagent", AgentID: ch.root, AgentType: x.clean(ch.call.agentType),
+		Description: x.clean(ch.call.description), ToolUseID: ch.call.id, Sidechain: true, Timestamp: ch.entries[0].Timestamp}
 	entries := ch.entries
 	ch.entries = nil // written; later lines of it start a new chain
 	if err := x.flush(); err != nil {
