@@ -163,6 +163,14 @@ func TestRedactJSON(t *testing.T) {
 func FuzzReadTranscript(f *testing.F) {
 	seed, _ := os.ReadFile(filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl"))
 	f.Add(seed)
+	// Every transcript of the real-shapes corpus (three CLI generations).
+	for _, p := range corpusFiles(f) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte(`{"type":"assistant","message":{"content":{"odd":true},"usage":"x"}}` + "\n"))
 	f.Add([]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"image"}]}]}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
