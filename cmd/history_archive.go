@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -61,6 +62,15 @@ func historyArchive(ctx context.Context, io *IO, opts *historyArchiveOptions) er
 	}
 	if err := history.Archive(ctx, opts.configDir(io), ids, opts.Dest); err != nil {
 		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Archived    int      `json:"archived"`
+			Destination string   `json:"destination"`
+			Sessions    []string `json:"sessions"`
+		}{len(ids), opts.Dest, ids})
 	}
 	fmt.Fprintf(io.ErrOut, "archived %d sessions to %s\n", len(ids), opts.Dest)
 	return nil

@@ -170,3 +170,35 @@ func TestHistoryArchiveTarGz(t *testing.T) {
 		t.Errorf("archive holds\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestHistoryArchiveJSON(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	dst := filepath.Join(t.TempDir(), "out")
+	out, errOut, code := runHistory(t, env, "archive", "aaaa", "-o", dst, "--json")
+	var res struct {
+		Archived    int      `json:"archived"`
+		Destination string   `json:"destination"`
+		Sessions    []string `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Archived != 1 || res.Destination != dst || len(res.Sessions) != 1 {
+		t.Errorf("archive --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestHistoryEmptySessionHasNoZeroTime(t *testing.T) {
+	cfg := t.TempDir()
+	proj := filepath.Join(cfg, "projects", "-p")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "e0000000-0000-4000-8000-000000000000.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cfg, "HOME": "/nonexistent"}
+	for _, args := range [][]string{{"list", "--json"}, {"show", "e0", "--format", "json"}} {
+		out, errOut, code := runHistory(t, env, args...)
+		if code != 0 || strings.Contains(out, "0001-01-01") {
+			t.Errorf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+}

@@ -44,8 +44,8 @@ type SessionSummary struct {
 	Project      string    `json:"project"`
 	ProjectDir   string    `json:"project_dir"`
 	Path         string    `json:"path"`
-	Started      time.Time `json:"started"`
-	LastActivity time.Time `json:"last_activity"`
+	Started      time.Time `json:"started,omitzero"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
 	FirstPrompt  string    `json:"first_prompt"`
 	Prompts      int       `json:"prompts"`
 	Subagents    int       `json:"subagents"`

@@ -44,6 +44,9 @@ type Entry struct {
 	Raw json.RawMessage `json:"-"`
 	// Line is the entry's 1-based line number in its file.
 	Line int `json:"-"`
+	// Repaired is true when a known field had an unexpected shape and only
+	// the envelope (type, uuid, timestamp) could be decoded.
+	Repaired bool `json:"-"`
 }
 
 // Message is the API message inside user and assistant entries.
@@ -59,27 +62,58 @@ type Message struct {
 // Content is a message's content: a plain string is one text block.
 type Content []Block
 
-// UnmarshalJSON accepts a string or an array of blocks.
+// Unreadable is the type of a block whose JSON has an unexpected shape (a
+// number where a block belongs, a block whose fields have the wrong types);
+// its Text holds the raw JSON, so that nothing is lost.
+const Unreadable = "unreadable"
+
+// UnmarshalJSON accepts a string, an array of blocks, or one block object
+// (seen in hand-edited and third-party transcripts). Parts of other shapes
+// become Unreadable blocks instead of failing the whole entry.
 func (c *Content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] == 'n' {
+	switch {
+	case len(b) == 0 || b[0] == 'n':
 		*c = nil
-		return nil
-	}
-	if b[0] == '"' {
+	case b[0] == '"':
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		*c = Content{{Type: "text", Text: s}}
-		return nil
+	case b[0] == '[':
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return err
+		}
+		blocks := make(Content, len(raws))
+		for i, r := range raws {
+			blocks[i] = blockOf(r)
+		}
+		*c = blocks
+	default:
+		*c = Content{blockOf(b)}
 	}
-	var blocks []Block
-	if err := json.Unmarshal(b, &blocks); err != nil {
-		return err
-	}
-	*c = blocks
 	return nil
+}
+
+// blockOf decodes one block, or keeps it as an Unreadable block.
+func blockOf(raw json.RawMessage) Block {
+	var blk Block
+	if err := json.Unmarshal(raw, &blk); err != nil || blk.Type == "" {
+		return Block{Type: Unreadable, Text: string(raw)}
+	}
+	return blk
+}
+
+// Repaired reports whether the message holds blocks of unexpected shapes.
+func (m *Message) Repaired() bool {
+	for _, b := range m.Content {
+		if b.Type == Unreadable {
+			return true
+		}
+	}
+	return false
 }
 
 // Block is one content block (text, thinking, tool_use, tool_result, image…).
@@ -172,6 +206,9 @@ func (er *EntryReader) Next() (*Entry, error) {
 			er.lr.Stats.Malformed++
 			continue
 		}
+		if e.Repaired || (e.Message != nil && e.Message.Repaired()) {
+			er.lr.Stats.Repaired++
+		}
 		e.Line = er.line
 		if !KnownType(e.Type) {
 			e.Raw = bytes.Clone(line)
@@ -198,7 +235,12 @@ func ParseEntry(line []byte) (*Entry, error) {
 		if json.Unmarshal(line, &env) != nil || env.Type == "" {
 			return nil, fmt.Errorf("parse transcript line: %w", err)
 		}
-		return &Entry{Type: env.Type, UUID: env.UUID, Timestamp: env.Timestamp}, nil
+		// Keep what is left of a message as one unreadable block.
+		e := &Entry{Type: env.Type, UUID: env.UUID, Timestamp: env.Timestamp, Repaired: true}
+		if env.Type == "user" || env.Type == "assistant" {
+			e.Message = &Message{Content: Content{{Type: Unreadable, Text: string(line)}}}
+		}
+		return e, nil
 	}
 	return &e, nil
 }

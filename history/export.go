@@ -46,7 +46,7 @@ type Header struct {
 	Project   string    `json:"project,omitempty"`
 	GitBranch string    `json:"git_branch,omitempty"`
 	Version   string    `json:"cli_version,omitempty"`
-	Started   time.Time `json:"started"`
+	Started   time.Time `json:"started,omitzero"`
 }
 
 // Record is one normalised transcript entry of an export: a user or

@@ -200,6 +200,8 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 		}
 		lines := strings.Count(b.Text, "\n") + 1
 		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc((fold(b.Text, h.fold))))
+	case Unreadable:
+		h.printf("<details class=\"err\"><summary>Unreadable part (unexpected shape)</summary><pre>%s</pre></details>\n", esc(fold(b.Text, h.fold)))
 	default:
 		h.printf("<div class=\"meta\">[%s]</div>\n", esc(b.Type))
 	}

@@ -397,6 +397,14 @@ func (p *prose) block(b RBlock, compact bool) {
 		}
 		p.code(body, "")
 		p.printf("\n")
+	case Unreadable:
+		if p.md {
+			p.printf("*Unreadable part (unexpected shape), as written:*\n")
+		} else {
+			p.printf("<- unreadable part (unexpected shape), as written:\n")
+		}
+		p.code(fold(b.Text, p.fold), "json")
+		p.printf("\n")
 	default:
 		p.printf("[%s]\n\n", b.Type)
 	}
@@ -458,6 +466,9 @@ func statsLine(s ReadStats) string {
 	}
 	if s.Torn > 0 {
 		parts = append(parts, plural(s.Torn, "incomplete last line"))
+	}
+	if s.Repaired > 0 {
+		parts = append(parts, plural(s.Repaired, "line")+" of unexpected shape (kept, parts shown as unreadable)")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -204,8 +204,8 @@ func skipValue(b []byte, i int) (int, error) {
 	case '"':
 		return skipString(b, i)
 	case '{', '[':
-		var stack [64]byte
-		depth := 0
+		var buf [64]byte
+		stack := buf[:0] // grows past 64 levels (valid JSON has no limit)
 		for i < len(b) {
 			c := b[i]
 			switch c {
@@ -217,17 +217,14 @@ func skipValue(b []byte, i int) (int, error) {
 				i = e
 				continue
 			case '{', '[':
-				if depth == len(stack) {
-					return 0, errSyntax
-				}
-				stack[depth] = c
-				depth++
+				stack = append(stack, c)
 			case '}', ']':
+				depth := len(stack)
 				if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
 					return 0, errSyntax
 				}
-				depth--
-				if depth == 0 {
+				stack = stack[:depth-1]
+				if depth == 1 {
 					return i + 1, nil
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,6 +31,45 @@ type Usage struct {
 		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
 		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+}
+
+// UnmarshalJSON reads the counts as numbers of any spelling ("3.0", "3e2"
+// from tools that rewrite transcripts) instead of rejecting the line;
+// fractions are rounded.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		InputTokens              json.Number `json:"input_tokens"`
+		OutputTokens             json.Number `json:"output_tokens"`
+		CacheCreationInputTokens json.Number `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     json.Number `json:"cache_read_input_tokens"`
+		CacheCreation            *struct {
+			Ephemeral5m json.Number `json:"ephemeral_5m_input_tokens"`
+			Ephemeral1h json.Number `json:"ephemeral_1h_input_tokens"`
+		} `json:"cache_creation"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*u = Usage{
+		InputTokens: count(raw.InputTokens), OutputTokens: count(raw.OutputTokens),
+		CacheCreationInputTokens: count(raw.CacheCreationInputTokens), CacheReadInputTokens: count(raw.CacheReadInputTokens),
+	}
+	if cc := raw.CacheCreation; cc != nil {
+		u.CacheCreation.Ephemeral5m, u.CacheCreation.Ephemeral1h = count(cc.Ephemeral5m), count(cc.Ephemeral1h)
+	}
+	return nil
+}
+
+// count reads a token count; what is not a non-negative number counts 0.
+func count(n json.Number) int64 {
+	if i, err := n.Int64(); err == nil {
+		return max(i, 0)
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > math.MaxInt64/2 {
+		return 0
+	}
+	return int64(math.Round(f))
 }
 
 // cacheWrites splits cache writes into 5-minute and 1-hour writes. Without a
@@ -284,7 +324,7 @@ func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
 		if !isPrompt && bytes.Contains(li.content, interruptKey) {
 			fs.interrupted++
 		}
-		if !isPrompt || strings.HasPrefix(text, "<local-command-") {
+		if !isPrompt || commandEcho(text) {
 			return
 		}
 		fs.prompts++
@@ -302,7 +342,8 @@ func promptText(content []byte) (string, bool) {
 	}
 	switch content[0] {
 	case '"':
-		return strValue(content), true
+		t := promptContent(strValue(content))
+		return t, t != ""
 	case '[':
 	default:
 		return "", false
@@ -339,12 +380,47 @@ func promptText(content []byte) (string, bool) {
 			isPrompt = false
 		case "text":
 			if text == "" {
-				text = t
+				text = promptContent(t)
 			}
 		}
 		i = end
 	}
 	return text, isPrompt && text != ""
+}
+
+// contextTags wrap what the CLI or an IDE adds to a prompt, not what the
+// person typed.
+var contextTags = []string{"ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder"}
+
+// promptContent strips leading IDE context and reminders from a prompt.
+func promptContent(t string) string {
+	for {
+		t = strings.TrimSpace(t)
+		stripped := false
+		for _, tag := range contextTags {
+			if strings.HasPrefix(t, "<"+tag+">") {
+				if i := strings.Index(t, "</"+tag+">"); i >= 0 {
+					t, stripped = t[i+len(tag)+3:], true
+				} else {
+					return ""
+				}
+			}
+		}
+		if !stripped {
+			return t
+		}
+	}
+}
+
+// commandEcho reports whether a user line is the CLI's record of a slash
+// command or local command (/clear, /compact, their output), not a prompt.
+func commandEcho(t string) bool {
+	for _, p := range []string{"<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>", "Caveat: The messages below were generated"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // peekStart reads the beginning of a transcript for the first timestamp and
