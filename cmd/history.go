@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // historyOptions are the settings every `pneuma history` subcommand shares.
@@ -88,6 +89,9 @@ func (o *historyOptions) filter(now time.Time) (history.Filter, error) {
 			return f, err
 		}
 		f.Project = p
+		// Sessions of pneuma's own worktrees belong to the repository even
+		// after the worktrees are removed; the runner says where they live.
+		f.WorktreeRoots = []string{runner.RepoLayout(p).WorktreesRoot()}
 	}
 	var err error
 	if f.Since, err = parseWhen(o.Since, now, false); err != nil {

@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // historyTestdata is the hand-made projects tree of the history package.
@@ -199,6 +202,33 @@ func TestHistoryEmptySessionHasNoZeroTime(t *testing.T) {
 		out, errOut, code := runHistory(t, env, args...)
 		if code != 0 || strings.Contains(out, "0001-01-01") {
 			t.Errorf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+}
+
+// TestHistoryCountsRemovedPneumaWorktrees: cmd tells history where the
+// runner keeps its worktrees, so their sessions stay with the repository.
+func TestHistoryCountsRemovedPneumaWorktrees(t *testing.T) {
+	repo, cfg := t.TempDir(), t.TempDir()
+	cwd := filepath.Join(runner.RepoLayout(repo).WorktreesRoot(), "run1", "job1") // gone already
+	proj := filepath.Join(cfg, "projects", history.ProjectDirName(cwd))
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"type":"user","cwd":"` + cwd + `","sessionId":"w1","uuid":"u1","timestamp":"2026-11-20T10:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(proj, "w1000000-0000-4000-8000-000000000000.jsonl"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cfg, "HOME": "/nonexistent"}
+	for include, want := range map[bool]int{true: 1, false: 0} {
+		args := []string{"list", "--project", repo, "--json"}
+		if include {
+			args = append(args, "--include-worktrees")
+		}
+		out, errOut, code := runHistory(t, env, args...)
+		var list struct{ Sessions []any }
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Sessions) != want {
+			t.Errorf("%v: exit %d, want %d sessions\n%s%s", args, code, want, out, errOut)
 		}
 	}
 }

@@ -19,6 +19,10 @@ type Filter struct {
 	Project string
 	// IncludeWorktrees also keeps sessions run in a git worktree of Project.
 	IncludeWorktrees bool
+	// WorktreeRoots are directories whose every subdirectory counts as a
+	// worktree of Project even once removed (pneuma's own worktrees: the
+	// caller knows where its runner puts them).
+	WorktreeRoots []string
 	// Since and Until bound call timestamps (usage) and session activity (list).
 	Since, Until time.Time
 }
@@ -390,18 +394,21 @@ func matchProject(cwd string, f Filter) bool {
 	if cwd == f.Project {
 		return true
 	}
-	return f.IncludeWorktrees && IsWorktreeOf(cwd, f.Project)
+	return f.IncludeWorktrees && IsWorktreeOf(cwd, f.Project, f.WorktreeRoots...)
 }
 
 // IsWorktreeOf reports whether dir is a linked git worktree of the repository
 // at repo: its .git file points into repo's .git/worktrees, or it lies under
-// repo/.pneuma/worktrees (pneuma's own worktrees, which may be gone already).
-func IsWorktreeOf(dir, repo string) bool {
+// one of roots (directories of worktrees the caller made, which may be gone
+// already).
+func IsWorktreeOf(dir, repo string, roots ...string) bool {
 	if dir == "" || dir == repo {
 		return false
 	}
-	if strings.HasPrefix(dir, filepath.Join(repo, ".pneuma", "worktrees")+string(filepath.Separator)) {
-		return true
+	for _, r := range roots {
+		if r != "" && strings.HasPrefix(dir, filepath.Clean(r)+string(filepath.Separator)) {
+			return true
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(dir, ".git"))
 	if err != nil {
