@@ -87,3 +87,20 @@ func TestFirstPromptIsWhatThePersonTyped(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUsageAgreesWithJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"input_tokens":12,"cache_creation_input_tokens":300,"cache_read_input_tokens":4000,"output_tokens":96,"service_tier":"standard"}`,
+		`{"input_tokens":1,"output_tokens":3.0,"cache_creation":{"ephemeral_5m_input_tokens":7,"ephemeral_1h_input_tokens":2e1},"server_tool_use":{"web_search_requests":0}}`,
+		`{"output_tokens":123456789012,"iterations":[],"speed":"standard"}`,
+		`{}`,
+	} {
+		var want, got Usage
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := parseUsage([]byte(in), &got); err != nil || got != want {
+			t.Errorf("parseUsage(%s) = %+v, %v; encoding/json: %+v", in, got, err, want)
+		}
+	}
+}

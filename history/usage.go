@@ -277,7 +277,7 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 			key = callKey(li.uuid, "uuid")
 		}
 		c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
-		if err := json.Unmarshal(li.usage, &c.usage); err != nil {
+		if err := parseUsage(li.usage, &c.usage); err != nil {
 			fs.stats.Malformed++
 			continue
 		}
