@@ -40,7 +40,12 @@ estimated from the transcripts (deduplicated by message id and request id,
 subagents included, forks charged only for their own calls) with a price table
 embedded in pneuma; --prices FILE overrides it. A transcript does not hold the
 /compact summary call, and keeps the partial tokens of interrupted responses
-that the CLI does not bill: such sessions are flagged.`,
+that the CLI does not bill: such sessions are flagged.
+
+Files that cannot be read (named pipes or directories named like transcripts,
+symlink loops, permission denied) are skipped with a warning on stderr and in
+the "warnings" list of --json output; the command fails (exit 3) only when
+nothing could be read.`,
 	}
 	c.PersistentPreRun = func(c *cobra.Command, args []string) {
 		// Reading history stops at the first signal; nothing is left to kill.
