@@ -25,6 +25,7 @@ type historyOptions struct {
 	IncludeWorktrees bool
 	Since, Until     string
 	JSON             bool
+	NoCache          bool
 }
 
 // NewCmdHistory builds `pneuma history`.
@@ -53,6 +54,7 @@ nothing could be read.`,
 	}
 	c.PersistentFlags().StringVar(&opts.ConfigDir, "config-dir", "", "Claude Code config directory (default $CLAUDE_CONFIG_DIR or ~/.claude)")
 	c.PersistentFlags().StringVar(&opts.PricesFile, "prices", "", "JSON price table laid over the embedded one")
+	c.PersistentFlags().BoolVar(&opts.NoCache, "no-cache", false, "read every transcript, ignoring the index of per-file summaries in the user cache directory")
 	c.AddCommand(
 		newCmdHistoryList(io, opts),
 		newCmdHistoryShow(io, opts),
@@ -67,6 +69,29 @@ func (o *historyOptions) configDir(io *IO) string {
 		return o.ConfigDir
 	}
 	return history.ConfigDir(io.Getenv)
+}
+
+// cacheDir is where history keeps its index of per-file summaries:
+// $XDG_CACHE_HOME/pneuma or ~/.cache/pneuma ("" with --no-cache or no home).
+func (o *historyOptions) cacheDir(io *IO) string {
+	if o.NoCache {
+		return ""
+	}
+	base := io.Getenv("XDG_CACHE_HOME")
+	if !filepath.IsAbs(base) {
+		base = ""
+		if h := io.Getenv("HOME"); filepath.IsAbs(h) {
+			base = filepath.Join(h, ".cache")
+		}
+	}
+	// Never create a home directory that is not there.
+	if base == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Dir(base)); err != nil {
+		return ""
+	}
+	return filepath.Join(base, "pneuma")
 }
 
 func (o *historyOptions) prices() (*history.PriceTable, error) {

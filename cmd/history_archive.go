@@ -49,7 +49,7 @@ func historyArchive(ctx context.Context, io *IO, opts *historyArchiveOptions) er
 		if filter.Project == "" && filter.Since.IsZero() && filter.Until.IsZero() {
 			return &UsageError{Err: fmt.Errorf("name sessions, or select them with --project, --since or --until")}
 		}
-		corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Summary: true})
+		corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Summary: true, CacheDir: opts.cacheDir(io)})
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
 		return err
 	}
 	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: true})
+	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: true, CacheDir: opts.cacheDir(io)})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,17 @@ var historyTestdata, _ = filepath.Abs(filepath.Join("..", "history", "testdata")
 func runHistory(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: func(k string) string { return env[k] }}
+	cache := t.TempDir() // the index of per-file summaries goes here, never to a real home
+	getenv := func(k string) string {
+		if k == "XDG_CACHE_HOME" {
+			if v, ok := env[k]; ok {
+				return v
+			}
+			return cache
+		}
+		return env[k]
+	}
+	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: getenv}
 	code = Execute(context.Background(), io, append([]string{"history"}, args...))
 	return out.String(), errOut.String(), code
 }

@@ -63,7 +63,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		return err
 	}
 	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices})
+	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, CacheDir: opts.cacheDir(io)})
 	if err != nil {
 		return err
 	}

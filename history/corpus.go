@@ -118,6 +118,9 @@ type ScanOptions struct {
 	// Summary also collects prompts and first prompts (for list); usage
 	// reports do not need them and skip those lines.
 	Summary bool
+	// CacheDir, when set, holds an index of per-file scans (checked by size
+	// and modification time) so that unchanged files are not read again.
+	CacheDir string
 }
 
 // Scan reads every session under configDir (in parallel, streaming) and
@@ -169,7 +172,8 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	}
 	owner := func(fs *fileScan) *SessionSummary { return byPath[fs.path] }
 	seen := make(map[[2]uint64]struct{})
-	err = scanOrdered(ctx, targets, opts.Summary, func(fs *fileScan) {
+	ix := openIndex(opts.CacheDir, ProjectsDir(configDir))
+	err = scanOrdered(ctx, targets, opts.Summary, ix, func(fs *fileScan) {
 		s := owner(fs)
 		if s == nil {
 			return
@@ -224,6 +228,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	if err != nil {
 		return nil, err
 	}
+	ix.save(opts.Filter.Project != "")
 	for _, s := range sessions {
 		if s.Project == "" {
 			s.Project = s.ProjectDir

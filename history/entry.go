@@ -224,6 +224,7 @@ func (er *EntryReader) Stats() ReadStats { return er.lr.Stats }
 // unexpected JSON types is still an error; unknown fields and types are not.
 func ParseEntry(line []byte) (*Entry, error) {
 	var e Entry
+	line, tur := cutToolUseResult(line)
 	if err := json.Unmarshal(line, &e); err != nil {
 		// Retry with only the envelope: a known field of an unexpected shape
 		// (say, message.content as an object) must not hide the entry.
@@ -242,7 +243,52 @@ func ParseEntry(line []byte) (*Entry, error) {
 		}
 		return e, nil
 	}
+	if tur != nil {
+		e.ToolUseResult = tur
+	}
 	return &e, nil
+}
+
+var toolUseResultKey = []byte(`"toolUseResult"`)
+
+// cutToolUseResult takes a large toolUseResult out of a line before it is
+// decoded: it often repeats a multi-MB tool output that the message content
+// already holds, and encoding/json would validate and skip it twice. It
+// returns the line without it (a copy) and the value (a copy).
+func cutToolUseResult(line []byte) ([]byte, json.RawMessage) {
+	if len(line) < 64<<10 || !bytes.Contains(line, toolUseResultKey) {
+		return line, nil
+	}
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return line, nil
+	}
+	ks, vs, ve := -1, -1, -1
+	prevEnd := -1 // end of the value before the key, when there is one
+	last := -1
+	_, err := scanObject(line, i, func(k []byte, s, e int) error {
+		if ks < 0 && string(k) == "toolUseResult" {
+			ks = bytes.LastIndex(line[:s], toolUseResultKey)
+			vs, ve, prevEnd = s, e, last
+		}
+		last = e
+		return nil
+	})
+	if err != nil || ks < 0 {
+		return line, nil
+	}
+	var from, to int
+	if prevEnd >= 0 {
+		from, to = prevEnd, ve // drop ',"toolUseResult":value'
+	} else {
+		from, to = ks, skipWS(line, ve) // first key: drop it and its comma
+		if to < len(line) && line[to] == ',' {
+			to++
+		}
+	}
+	out := make([]byte, 0, len(line)-(to-from))
+	out = append(append(out, line[:from]...), line[to:]...)
+	return out, bytes.Clone(line[vs:ve])
 }
 
 // knownTypes are the entry types of the CLI's own reader (reference 4.3).

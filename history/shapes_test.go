@@ -104,3 +104,21 @@ func TestParseUsageAgreesWithJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestCutToolUseResult(t *testing.T) {
+	big := strings.Repeat("x", 70<<10)
+	for _, tt := range []struct{ in, rest string }{
+		{`{"type":"user","toolUseResult":{"agentId":"a1","stdout":"` + big + `"},"uuid":"u"}`, `{"type":"user","uuid":"u"}`},
+		{`{"toolUseResult":{"agentId":"a1","stdout":"` + big + `"} , "type":"user"}`, `{ "type":"user"}`},
+		{`{"type":"user","message":{"content":"` + big + `"},"toolUseResult":{"agentId":"a1"}}`, `{"type":"user","message":{"content":"` + big + `"}}`},
+	} {
+		rest, tur := cutToolUseResult([]byte(tt.in))
+		if string(rest) != tt.rest || !json.Valid(rest) {
+			t.Errorf("rest = %.80s…", rest)
+		}
+		e, err := ParseEntry([]byte(tt.in))
+		if err != nil || e.ResultAgentID() != "a1" || !json.Valid(tur) {
+			t.Errorf("ParseEntry: %v, agent %q", err, e.ResultAgentID())
+		}
+	}
+}

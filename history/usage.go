@@ -3,11 +3,13 @@ package history
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -165,23 +167,17 @@ type fileScan struct {
 	inlineAgents int
 }
 
-var (
-	seed1 = maphash.MakeSeed()
-	seed2 = maphash.MakeSeed()
-)
-
+// callKey identifies an API response by its message id and request id:
+// 128-bit FNV-1a over both, the same in every process (the index of
+// per-file summaries stores keys).
 func callKey(msgID, reqID string) [2]uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed1)
-	h.WriteString(msgID)
-	h.WriteByte(0)
-	h.WriteString(reqID)
-	a := h.Sum64()
-	h.SetSeed(seed2)
-	h.WriteString(msgID)
-	h.WriteByte(0)
-	h.WriteString(reqID)
-	return [2]uint64{a, h.Sum64()}
+	h := fnv.New128a()
+	h.Write([]byte(msgID))
+	h.Write([]byte{0})
+	h.Write([]byte(reqID))
+	var sum [16]byte
+	h.Sum(sum[:0])
+	return [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}
 }
 
 var (
@@ -460,6 +456,8 @@ type scanTarget struct {
 	fs       *fileScan
 	start    time.Time
 	forkLike bool
+	info     fs.FileInfo // for the index; nil when the file cannot be read
+	cached   *indexEntry
 }
 
 // scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
@@ -468,14 +466,23 @@ type scanTarget struct {
 // (and begins with a "mode" line), is merged after its parent. At most a few
 // results per worker wait for merging, so memory does not grow with the
 // number of files.
-func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge func(*fileScan)) error {
+func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
 	order := make([]scanTarget, len(targets))
-	for i, fs := range targets {
+	for i, f := range targets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		start, fork := peekStart(fs.path)
-		order[i] = scanTarget{fs: fs, start: start, forkLike: fork}
+		t := scanTarget{fs: f}
+		if ix != nil {
+			t.info, _ = checkRegular(f.path)
+			t.cached = ix.lookup(f.path, t.info, summary)
+		}
+		if t.cached != nil {
+			t.start, t.forkLike = t.cached.PeekStart, t.cached.ForkLike
+		} else {
+			t.start, t.forkLike = peekStart(f.path)
+		}
+		order[i] = t
 	}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
@@ -503,8 +510,18 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge f
 		g.Go(func() error {
 			s := newScanner(summary)
 			for i := range jobs {
-				fs := order[i].fs
-				if err := s.scanFile(ctx, fs); err != nil {
+				t := &order[i]
+				fs := t.fs
+				if t.cached != nil {
+					t.cached.load(fs)
+					done[i] <- fs
+					continue
+				}
+				err := s.scanFile(ctx, fs)
+				if err == nil {
+					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
+				}
+				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
@@ -569,7 +586,7 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 	var t Totals
 	seen := make(map[[2]uint64]struct{})
 	var mainErr error
-	err := scanOrdered(ctx, targets, false, func(fs *fileScan) {
+	err := scanOrdered(ctx, targets, false, nil, func(fs *fileScan) {
 		if fs.err != nil && !fs.agent {
 			mainErr = fs.err
 		}
