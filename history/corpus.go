@@ -135,23 +135,47 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		return nil, err
 	}
 	c := &Corpus{Warnings: listing.Warnings}
-	warn := func(w Warning) { c.Warnings = append(c.Warnings, w) }
-	files := selectProjects(listing.Files, opts.Filter)
-	orphans := make(map[string]bool)
-	for _, o := range selectProjects(listing.Orphans, opts.Filter) {
-		files = append(files, o)
-		orphans[o.Path] = true
+	p := c.plan(listing, opts.Filter)
+	seen := make(map[[2]uint64]struct{})
+	ix := openIndex(opts.CacheDir, ProjectsDir(configDir))
+	err = scanOrdered(ctx, p.targets, opts.Summary, ix, func(fs *fileScan) {
+		if s := p.byPath[fs.path]; s != nil {
+			c.merge(s, fs, p.orphans[s.Path], seen, opts)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	byPath := make(map[string]*SessionSummary, len(files))
+	ix.save(opts.Filter.Project != "")
+	c.selectSessions(p.sessions, opts.Filter)
+	return c, nil
+}
+
+// scanPlan is every session of a scan and the files that make it up.
+type scanPlan struct {
+	sessions []*SessionSummary
+	targets  []*fileScan
+	byPath   map[string]*SessionSummary // any of its files → the session
+	orphans  map[string]bool            // paths of main transcripts that are gone
+}
+
+// plan lists the sessions a filter selects with their subagent files (every
+// generation's), orphans included, warning about what cannot be read.
+func (c *Corpus) plan(listing Listing, f Filter) scanPlan {
+	warn := func(w Warning) { c.Warnings = append(c.Warnings, w) }
+	files := selectProjects(listing.Files, f)
+	p := scanPlan{byPath: make(map[string]*SessionSummary, len(files)), orphans: make(map[string]bool)}
+	for _, o := range selectProjects(listing.Orphans, f) {
+		files = append(files, o)
+		p.orphans[o.Path] = true
+	}
 	tops := make(map[string]map[string][]string) // project dir → parent sid → CLI 2.0.x agent files
-	var sessions []*SessionSummary
-	var targets []*fileScan
 	for _, f := range files {
 		s := &SessionSummary{ID: f.ID, ProjectDir: f.ProjectDir, Path: f.Path}
-		sessions = append(sessions, s)
-		if !orphans[f.Path] {
-			byPath[f.Path] = s
-			targets = append(targets, &fileScan{path: f.Path, sessionID: f.ID, projDir: f.ProjectDir})
+		p.sessions = append(p.sessions, s)
+		if !p.orphans[f.Path] {
+			p.byPath[f.Path] = s
+			p.targets = append(p.targets, &fileScan{path: f.Path, sessionID: f.ID, projDir: f.ProjectDir})
 		}
 		proj := filepath.Dir(f.Path)
 		top, ok := tops[proj]
@@ -162,73 +186,69 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		subs := f.subagentFiles(top, warn)
 		s.Subagents = len(subs)
 		for _, sp := range subs {
-			byPath[sp] = s
-			targets = append(targets, &fileScan{path: sp, sessionID: f.ID, agent: true, projDir: f.ProjectDir})
+			p.byPath[sp] = s
+			p.targets = append(p.targets, &fileScan{path: sp, sessionID: f.ID, agent: true, projDir: f.ProjectDir})
 		}
-		if orphans[f.Path] {
+		if p.orphans[f.Path] {
 			s.addFlag(FlagOrphan)
 			warn(Warning{Path: f.Path, Problem: fmt.Sprintf("main transcript missing; %s counted under session %s", plural(len(subs), "subagent transcript"), f.ID)})
 		}
 	}
-	owner := func(fs *fileScan) *SessionSummary { return byPath[fs.path] }
-	seen := make(map[[2]uint64]struct{})
-	ix := openIndex(opts.CacheDir, ProjectsDir(configDir))
-	err = scanOrdered(ctx, targets, opts.Summary, ix, func(fs *fileScan) {
-		s := owner(fs)
-		if s == nil {
-			return
-		}
-		if fs.err != nil {
-			warn(warningOf(fs.path, fs.err))
-		} else {
-			c.FilesRead++
-		}
-		c.Stats.Add(fs.stats)
-		s.Stats.Add(fs.stats)
-		if !fs.agent {
-			s.Project = fs.cwd
-			s.Started = fs.start
-			if fs.last.After(s.LastActivity) {
-				s.LastActivity = fs.last
-			}
-			s.FirstPrompt, s.Prompts = redact.Secrets(stripControls(fold(fs.firstPrompt, 1000))), fs.prompts
-		} else {
-			if fs.last.After(s.LastActivity) {
-				s.LastActivity = fs.last
-			}
-			if s.Project == "" {
-				s.Project = fs.cwd
-			}
-			if s.Started.IsZero() || (!fs.start.IsZero() && fs.start.Before(s.Started) && orphans[s.Path]) {
-				s.Started = fs.start
-			}
-		}
-		s.Subagents += fs.inlineAgents
-		if fs.compacted > 0 {
-			s.addFlag(FlagCompacted)
-		}
-		if fs.interrupted > 0 {
-			s.addFlag(FlagInterrupted)
-		}
-		if fs.stats.Malformed+fs.stats.Oversized > 0 {
-			s.addFlag(FlagMalformed)
-		}
-		for i := range fs.calls {
-			cl := &fs.calls[i]
-			if _, dup := seen[cl.key]; dup {
-				continue
-			}
-			seen[cl.key] = struct{}{}
-			if inRange(cl.ts, opts.Filter) {
-				s.add(cl, opts.Prices)
-			}
-		}
-		fs.calls = nil
-	})
-	if err != nil {
-		return nil, err
+	return p
+}
+
+// merge adds one scanned file to its session s. A call already seen in
+// another file (a fork's copy) stays with the file merged first.
+func (c *Corpus) merge(s *SessionSummary, fs *fileScan, orphan bool, seen map[[2]uint64]struct{}, opts ScanOptions) {
+	if fs.err != nil {
+		c.Warnings = append(c.Warnings, warningOf(fs.path, fs.err))
+	} else {
+		c.FilesRead++
 	}
-	ix.save(opts.Filter.Project != "")
+	c.Stats.Add(fs.stats)
+	s.Stats.Add(fs.stats)
+	if fs.last.After(s.LastActivity) {
+		s.LastActivity = fs.last
+	}
+	if !fs.agent {
+		s.Project, s.Started = fs.cwd, fs.start
+		s.FirstPrompt, s.Prompts = fs.firstPrompt, fs.prompts
+		if !fs.fromIndex { // the index keeps it cleaned already
+			s.FirstPrompt = redact.Secrets(stripControls(fold(fs.firstPrompt, 1000)))
+		}
+	} else {
+		if s.Project == "" {
+			s.Project = fs.cwd
+		}
+		if s.Started.IsZero() || (!fs.start.IsZero() && fs.start.Before(s.Started) && orphan) {
+			s.Started = fs.start
+		}
+	}
+	s.Subagents += fs.inlineAgents
+	if fs.compacted > 0 {
+		s.addFlag(FlagCompacted)
+	}
+	if fs.interrupted > 0 {
+		s.addFlag(FlagInterrupted)
+	}
+	if fs.stats.Malformed+fs.stats.Oversized > 0 {
+		s.addFlag(FlagMalformed)
+	}
+	for i := range fs.calls {
+		cl := &fs.calls[i]
+		if _, dup := seen[cl.key]; dup {
+			continue
+		}
+		seen[cl.key] = struct{}{}
+		if inRange(cl.ts, opts.Filter) {
+			s.add(cl, opts.Prices)
+		}
+	}
+	fs.calls = nil
+}
+
+// selectSessions keeps the sessions the filter selects, oldest first.
+func (c *Corpus) selectSessions(sessions []*SessionSummary, f Filter) {
 	for _, s := range sessions {
 		if s.Project == "" {
 			s.Project = s.ProjectDir
@@ -236,13 +256,13 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		if s.UnpricedCalls > 0 {
 			s.addFlag(FlagUnpriced)
 		}
-		if !matchProject(s.Project, opts.Filter) {
+		if !matchProject(s.Project, f) {
 			continue
 		}
-		if !opts.Filter.Since.IsZero() && s.LastActivity.Before(opts.Filter.Since) {
+		if !f.Since.IsZero() && s.LastActivity.Before(f.Since) {
 			continue
 		}
-		if !opts.Filter.Until.IsZero() && s.Started.After(opts.Filter.Until) {
+		if !f.Until.IsZero() && s.Started.After(f.Until) {
 			continue
 		}
 		c.sessions = append(c.sessions, s)
@@ -250,7 +270,6 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	sort.SliceStable(c.sessions, func(i, j int) bool {
 		return c.sessions[i].Started.Before(c.sessions[j].Started)
 	})
-	return c, nil
 }
 
 func (s *SessionSummary) addFlag(f string) {

@@ -21,7 +21,7 @@ import (
 // optimisation only: a missing, stale or unreadable index means a rescan.
 
 // indexVersion changes whenever what a scan extracts changes.
-const indexVersion = 2
+const indexVersion = 3
 
 type indexFile struct {
 	Version int
@@ -61,6 +61,8 @@ type index struct {
 	mu   sync.Mutex
 	old  map[string]*indexEntry
 	cur  map[string]*indexEntry
+	// dirty is set by store: the index on disk is out of date.
+	dirty bool
 }
 
 // openIndex loads the index of projectsDir from cacheDir; "" disables it.
@@ -114,7 +116,7 @@ func (ix *index) store(path string, fi fs.FileInfo, peek time.Time, forkLike, su
 		Size: fi.Size(), MTime: fi.ModTime().UnixNano(), Summary: summary, PeekStart: peek, ForkLike: forkLike,
 		Cwd: s.cwd, Start: s.start, Last: s.last, Stats: s.stats, Prompts: s.prompts,
 		// Only what list shows of the first prompt, redacted, is kept.
-		FirstPrompt: redact.Secrets(fold(s.firstPrompt, 1000)),
+		FirstPrompt: redact.Secrets(stripControls(fold(s.firstPrompt, 1000))),
 		Compacted:   s.compacted, Interrupted: s.interrupted, APIErrors: s.apiErrors, InlineAgent: s.inlineAgents,
 		Calls: make([]indexCall, len(s.calls)),
 	}
@@ -129,6 +131,7 @@ func (ix *index) store(path string, fi fs.FileInfo, peek time.Time, forkLike, su
 	}
 	ix.mu.Lock()
 	ix.cur[path] = e
+	ix.dirty = true
 	ix.mu.Unlock()
 }
 
@@ -137,6 +140,7 @@ func (e *indexEntry) load(s *fileScan) {
 	s.cwd, s.start, s.last, s.stats = e.Cwd, e.Start, e.Last, e.Stats
 	s.firstPrompt, s.prompts, s.compacted, s.interrupted = e.FirstPrompt, e.Prompts, e.Compacted, e.Interrupted
 	s.apiErrors, s.inlineAgents = e.APIErrors, e.InlineAgent
+	s.fromIndex = true
 	s.calls = make([]call, len(e.Calls))
 	for i, ic := range e.Calls {
 		c := call{key: [2]uint64{ic.K0, ic.K1}, model: ic.Model, sidechain: ic.Side || s.agent,
@@ -152,8 +156,8 @@ func (e *indexEntry) load(s *fileScan) {
 // save writes the index: the entries of this scan, and (keepOld) those of
 // files it did not look at. Failures are ignored: the index only saves time.
 func (ix *index) save(keepOld bool) {
-	if ix == nil {
-		return
+	if ix == nil || (!ix.dirty && (keepOld || len(ix.cur) == len(ix.old))) {
+		return // nothing new, nothing gone
 	}
 	files := ix.cur
 	if keepOld {

@@ -148,6 +148,9 @@ type SessionFile struct {
 	Path string
 	// ProjectDir is the encoded project directory name.
 	ProjectDir string
+	// noDir is set by List when the session has no <sid>/ directory, so
+	// there are no subagents to look for there.
+	noDir bool
 }
 
 // Subagents returns the subagent transcripts of the session, sorted. Files
@@ -164,7 +167,10 @@ func (s SessionFile) SubagentFiles(warn func(Warning)) []string {
 // subagentFiles is SubagentFiles with the project's top-level agent files
 // (by parent session id) already known.
 func (s SessionFile) subagentFiles(top map[string][]string, warn func(Warning)) []string {
-	m, _ := filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+	var m []string
+	if !s.noDir {
+		m, _ = filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+	}
 	id := s.ID
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(s.Path), ".jsonl")
@@ -320,6 +326,7 @@ func (l *Listing) listProject(dir, name string) {
 			continue
 		}
 		sf := SessionFile{ID: strings.TrimSuffix(e.Name(), ".jsonl"), Path: filepath.Join(dir, e.Name()), ProjectDir: name}
+		sf.noDir = !have[sf.ID]
 		var err error
 		switch t := e.Type(); {
 		case t.IsRegular():

@@ -155,6 +155,7 @@ type fileScan struct {
 	calls     []call
 	stats     ReadStats
 	err       error // why the file could not be read (wholly or to its end)
+	fromIndex bool  // filled from the index, not read
 
 	// Summary fields, filled when the scan asks for them.
 	firstPrompt string
@@ -460,17 +461,13 @@ type scanTarget struct {
 	cached   *indexEntry
 }
 
-// scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
-// result to merge in owner order: the file a call was first written to comes
-// first, so a fork, which copies its parent's lines with their timestamps
-// (and begins with a "mode" line), is merged after its parent. At most a few
-// results per worker wait for merging, so memory does not grow with the
-// number of files.
-func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
+// orderTargets puts files in owner order (see scanOrdered), from the index
+// when it knows a file, else from the file's first bytes.
+func orderTargets(ctx context.Context, targets []*fileScan, summary bool, ix *index) ([]scanTarget, error) {
 	order := make([]scanTarget, len(targets))
 	for i, f := range targets {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		t := scanTarget{fs: f}
 		if ix != nil {
@@ -498,6 +495,20 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 		}
 		return a.fs.path < b.fs.path
 	})
+	return order, nil
+}
+
+// scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
+// result to merge in owner order: the file a call was first written to comes
+// first, so a fork, which copies its parent's lines with their timestamps
+// (and begins with a "mode" line), is merged after its parent. At most a few
+// results per worker wait for merging, so memory does not grow with the
+// number of files.
+func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
+	order, err := orderTargets(ctx, targets, summary, ix)
+	if err != nil {
+		return err
+	}
 	workers := runtime.GOMAXPROCS(0)
 	done := make([]chan *fileScan, len(order))
 	for i := range done {
