@@ -262,42 +262,47 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if s.summary {
 			s.summarize(fs, li, line)
 		}
-		if li.typ != "assistant" || li.usage == nil {
-			continue
+		if li.typ == "assistant" && li.usage != nil {
+			s.addCall(fs, li, ts, seen, models)
 		}
-		if li.isAPIError || li.model == "<synthetic>" {
-			fs.apiErrors++
-			continue
-		}
-		key := callKey(li.msgID, li.requestID)
-		if li.msgID == "" && li.requestID == "" {
-			key = callKey(li.uuid, "uuid")
-		}
-		c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
-		if err := parseUsage(li.usage, &c.usage); err != nil {
-			fs.stats.Malformed++
-			continue
-		}
-		if i, dup := seen[key]; dup {
-			// Older CLIs write the running count of message_start on the
-			// earlier lines of a response and the final count on its last
-			// line: keep the largest (input and cache counts are equal).
-			if c.usage.OutputTokens > fs.calls[i].usage.OutputTokens {
-				fs.calls[i].usage = c.usage
-			}
-			continue
-		}
-		seen[key] = len(fs.calls)
-		m, ok := models[li.model]
-		if !ok {
-			m = li.model
-			models[m] = m
-		}
-		c.model = m
-		fs.calls = append(fs.calls, c)
 	}
 	fs.stats.Add(s.lr.Stats)
 	return nil
+}
+
+// addCall records the API response of an assistant line, once per
+// (message id, request id) within the file.
+func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]uint64]int, models map[string]string) {
+	if li.isAPIError || li.model == "<synthetic>" {
+		fs.apiErrors++
+		return
+	}
+	key := callKey(li.msgID, li.requestID)
+	if li.msgID == "" && li.requestID == "" {
+		key = callKey(li.uuid, "uuid")
+	}
+	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
+	if err := parseUsage(li.usage, &c.usage); err != nil {
+		fs.stats.Malformed++
+		return
+	}
+	if i, dup := seen[key]; dup {
+		// Older CLIs write the running count of message_start on the
+		// earlier lines of a response and the final count on its last
+		// line: keep the largest (input and cache counts are equal).
+		if c.usage.OutputTokens > fs.calls[i].usage.OutputTokens {
+			fs.calls[i].usage = c.usage
+		}
+		return
+	}
+	seen[key] = len(fs.calls)
+	m, ok := models[li.model]
+	if !ok {
+		m = li.model
+		models[m] = m
+	}
+	c.model = m
+	fs.calls = append(fs.calls, c)
 }
 
 func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
