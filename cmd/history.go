@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	goio "io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // historyOptions are the settings every `pneuma history` subcommand shares.
@@ -23,6 +25,7 @@ type historyOptions struct {
 	IncludeWorktrees bool
 	Since, Until     string
 	JSON             bool
+	NoCache          bool
 }
 
 // NewCmdHistory builds `pneuma history`.
@@ -38,10 +41,20 @@ estimated from the transcripts (deduplicated by message id and request id,
 subagents included, forks charged only for their own calls) with a price table
 embedded in pneuma; --prices FILE overrides it. A transcript does not hold the
 /compact summary call, and keeps the partial tokens of interrupted responses
-that the CLI does not bill: such sessions are flagged.`,
+that the CLI does not bill: such sessions are flagged.
+
+Files that cannot be read (named pipes or directories named like transcripts,
+symlink loops, permission denied) are skipped with a warning on stderr and in
+the "warnings" list of --json output; the command fails (exit 3) only when
+nothing could be read.`,
+	}
+	c.PersistentPreRun = func(c *cobra.Command, args []string) {
+		// Reading history stops at the first signal; nothing is left to kill.
+		setStopNotice(c.Context(), "stopping history now", "stopping history now")
 	}
 	c.PersistentFlags().StringVar(&opts.ConfigDir, "config-dir", "", "Claude Code config directory (default $CLAUDE_CONFIG_DIR or ~/.claude)")
 	c.PersistentFlags().StringVar(&opts.PricesFile, "prices", "", "JSON price table laid over the embedded one")
+	c.PersistentFlags().BoolVar(&opts.NoCache, "no-cache", false, "read every transcript, ignoring the index of per-file summaries in the user cache directory")
 	c.AddCommand(
 		newCmdHistoryList(io, opts),
 		newCmdHistoryShow(io, opts),
@@ -56,6 +69,29 @@ func (o *historyOptions) configDir(io *IO) string {
 		return o.ConfigDir
 	}
 	return history.ConfigDir(io.Getenv)
+}
+
+// cacheDir is where history keeps its index of per-file summaries:
+// $XDG_CACHE_HOME/pneuma or ~/.cache/pneuma ("" with --no-cache or no home).
+func (o *historyOptions) cacheDir(io *IO) string {
+	if o.NoCache {
+		return ""
+	}
+	base := io.Getenv("XDG_CACHE_HOME")
+	if !filepath.IsAbs(base) {
+		base = ""
+		if h := io.Getenv("HOME"); filepath.IsAbs(h) {
+			base = filepath.Join(h, ".cache")
+		}
+	}
+	// Never create a home directory that is not there.
+	if base == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Dir(base)); err != nil {
+		return ""
+	}
+	return filepath.Join(base, "pneuma")
 }
 
 func (o *historyOptions) prices() (*history.PriceTable, error) {
@@ -83,6 +119,9 @@ func (o *historyOptions) filter(now time.Time) (history.Filter, error) {
 			return f, err
 		}
 		f.Project = p
+		// Sessions of pneuma's own worktrees belong to the repository even
+		// after the worktrees are removed; the runner says where they live.
+		f.WorktreeRoots = []string{runner.RepoLayout(p).WorktreesRoot()}
 	}
 	var err error
 	if f.Since, err = parseWhen(o.Since, now, false); err != nil {
@@ -134,6 +173,35 @@ func parseWhen(s string, now time.Time, upper bool) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("cannot read %q as a date (YYYY-MM-DD), time (RFC 3339) or age (7d, 12h)", s)
+}
+
+// historyErr turns the error of a history command stopped by a signal into
+// a quiet exit 130 (the signal handler said why).
+func historyErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return &SilentError{Code: ExitInterrupted}
+	}
+	return err
+}
+
+// reportWarnings prints each skipped file on stderr. Skipped files fail the
+// command only when nothing at all could be read.
+func reportWarnings(io *IO, ws []history.Warning, read int) error {
+	for _, w := range ws {
+		fmt.Fprintf(io.ErrOut, "pneuma: warning: skipped %s\n", w)
+	}
+	if len(ws) > 0 && read == 0 {
+		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("no transcript could be read (%d skipped)", len(ws))}
+	}
+	return nil
+}
+
+// nonNil returns ws, or an empty list for JSON output.
+func nonNil(ws []history.Warning) []history.Warning {
+	if ws == nil {
+		return []history.Warning{}
+	}
+	return ws
 }
 
 // limitMemory keeps a scan of a large history within a bounded heap unless

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,7 +28,7 @@ default. Name sessions by id, prefix or path, or select them with --project,
 the projects/<dir>/ layout, so it can be read back with --config-dir DEST.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Sessions = args
-			return historyArchive(c.Context(), io, opts)
+			return historyErr(c.Context(), historyArchive(c.Context(), io, opts))
 		},
 	}
 	opts.addSelectFlags(c)
@@ -48,7 +49,7 @@ func historyArchive(ctx context.Context, io *IO, opts *historyArchiveOptions) er
 		if filter.Project == "" && filter.Since.IsZero() && filter.Until.IsZero() {
 			return &UsageError{Err: fmt.Errorf("name sessions, or select them with --project, --since or --until")}
 		}
-		corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Summary: true})
+		corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Summary: true, CacheDir: opts.cacheDir(io)})
 		if err != nil {
 			return err
 		}
@@ -61,6 +62,15 @@ func historyArchive(ctx context.Context, io *IO, opts *historyArchiveOptions) er
 	}
 	if err := history.Archive(ctx, opts.configDir(io), ids, opts.Dest); err != nil {
 		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Archived    int      `json:"archived"`
+			Destination string   `json:"destination"`
+			Sessions    []string `json:"sessions"`
+		}{len(ids), opts.Dest, ids})
 	}
 	fmt.Fprintf(io.ErrOut, "archived %d sessions to %s\n", len(ids), opts.Dest)
 	return nil

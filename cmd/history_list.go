@@ -18,7 +18,7 @@ func newCmdHistoryList(io *IO, opts *historyOptions) *cobra.Command {
 		Short: "List sessions: when, where, what was asked, what it cost",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return historyList(c.Context(), io, opts)
+			return historyErr(c.Context(), historyList(c.Context(), io, opts))
 		},
 	}
 	opts.addSelectFlags(c)
@@ -35,7 +35,7 @@ func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
 		return err
 	}
 	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: true})
+	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: true, CacheDir: opts.cacheDir(io)})
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,17 @@ func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
 		}
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(sessions)
+		err := enc.Encode(struct {
+			Sessions []*history.SessionSummary `json:"sessions"`
+			Warnings []history.Warning         `json:"warnings"`
+		}{sessions, nonNil(corpus.Warnings)})
+		if err != nil {
+			return err
+		}
+		return reportWarnings(io, corpus.Warnings, corpus.FilesRead)
+	}
+	if err := reportWarnings(io, corpus.Warnings, corpus.FilesRead); err != nil {
+		return err
 	}
 	if len(sessions) == 0 {
 		fmt.Fprintf(io.ErrOut, "no sessions in %s\n", history.ProjectsDir(opts.configDir(io)))

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -11,10 +12,11 @@ import (
 
 type historyShowOptions struct {
 	*historyOptions
-	Session string
-	Format  string
-	Output  string
-	Fold    int
+	Session  string
+	Format   string
+	Output   string
+	Fold     int
+	NoRedact bool
 }
 
 func newCmdHistoryShow(io *IO, parent *historyOptions) *cobra.Command {
@@ -29,15 +31,20 @@ header fields, "entries" of records with blocks, subagents nested as records
 of type "subagent" with their own "entries", then "usage" and "read_stats"),
 html (one self-contained page; tool results and subagents collapse) and text.
 Tool inputs and results are folded to --fold characters in md, text and html.
-API keys, tokens, passwords and private keys are redacted in every format.`,
+Secrets are redacted in every format: tokens of known shapes (sk-ant-, ghp_,
+github_pat_, AKIA, xoxb-…), PEM private keys, passwords in URLs, and values
+that look random given to names like API_KEY, token or password; ordinary code
+(key=lambda x: x.name) is left alone. --no-redact keeps everything. Terminal
+escape codes are removed from every format.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Session = args[0]
-			return historyShow(c.Context(), io, opts)
+			return historyErr(c.Context(), historyShow(c.Context(), io, opts))
 		},
 	}
 	c.Flags().StringVarP(&opts.Format, "format", "f", "md", "md, json, html or text")
 	c.Flags().StringVarP(&opts.Output, "output", "o", "", "write to this file instead of stdout")
+	c.Flags().BoolVar(&opts.NoRedact, "no-redact", false, "keep secrets as they are (terminal escape codes are still removed)")
 	c.Flags().IntVar(&opts.Fold, "fold", 0, "fold tool inputs and results to this many characters (0: format default, -1: never)")
 	return c
 }
@@ -57,15 +64,26 @@ func historyShow(ctx context.Context, io *IO, opts *historyShowOptions) error {
 		if errors.As(err, &amb) {
 			return &UsageError{Err: err}
 		}
-		return err
+		return unreadable(err)
 	}
 	w, done, err := createOutput(io, opts.Output)
 	if err != nil {
 		return err
 	}
-	err = history.Export(ctx, w, s.Path, history.ExportOptions{Format: format, Prices: prices, Fold: opts.Fold})
+	warn := func(w history.Warning) { fmt.Fprintf(io.ErrOut, "pneuma: warning: skipped %s\n", w) }
+	err = history.Export(ctx, w, s.Path, history.ExportOptions{Format: format, Prices: prices, Fold: opts.Fold, Warn: warn, NoRedact: opts.NoRedact})
 	if derr := done(err == nil); err == nil {
 		err = derr
+	}
+	return unreadable(err)
+}
+
+// unreadable gives a session that cannot be read (a named pipe, a
+// directory, a symlink loop, permission denied) exit code 3.
+func unreadable(err error) error {
+	var u *history.UnreadableError
+	if errors.As(err, &u) {
+		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
 	return err
 }

@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // historyTestdata is the hand-made projects tree of the history package.
@@ -21,7 +24,17 @@ var historyTestdata, _ = filepath.Abs(filepath.Join("..", "history", "testdata")
 func runHistory(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: func(k string) string { return env[k] }}
+	cache := t.TempDir() // the index of per-file summaries goes here, never to a real home
+	getenv := func(k string) string {
+		if k == "XDG_CACHE_HOME" {
+			if v, ok := env[k]; ok {
+				return v
+			}
+			return cache
+		}
+		return env[k]
+	}
+	io := &IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: getenv}
 	code = Execute(context.Background(), io, append([]string{"history"}, args...))
 	return out.String(), errOut.String(), code
 }
@@ -32,9 +45,17 @@ func TestHistoryUsageJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var doc struct {
+		Rows     []map[string]any `json:"rows"`
+		Total    map[string]any   `json:"total"`
+		Warnings []any            `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	rows := doc.Rows
+	if doc.Warnings == nil || len(doc.Warnings) != 0 || doc.Total["api_calls"] != 7.0 {
+		t.Errorf("warnings %v, total %v; want [] and 7 calls", doc.Warnings, doc.Total)
 	}
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3: %s", len(rows), out)
@@ -98,12 +119,14 @@ func TestHistoryList(t *testing.T) {
 		t.Errorf("list shows a secret from a first prompt:\n%s", out)
 	}
 	out, _, code = runHistory(t, env, "list", "--config-dir", historyTestdata, "--project", "/srv/other", "--json")
-	var sessions []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &sessions) != nil || len(sessions) != 1 || sessions[0]["session_id"] != "cccccccc-3333-4333-8333-333333333333" {
+	var list struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Sessions) != 1 || list.Sessions[0]["session_id"] != "cccccccc-3333-4333-8333-333333333333" {
 		t.Errorf("list --project: exit %d\n%s", code, out)
 	}
-	if flags, _ := sessions[0]["flags"].([]any); !slices.Contains(flags, any("compacted")) {
-		t.Errorf("compacted session not flagged: %v", sessions[0])
+	if flags, _ := list.Sessions[0]["flags"].([]any); !slices.Contains(flags, any("compacted")) {
+		t.Errorf("compacted session not flagged: %v", list.Sessions[0])
 	}
 }
 
@@ -158,5 +181,64 @@ func TestHistoryArchiveTarGz(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Errorf("archive holds\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestHistoryArchiveJSON(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	dst := filepath.Join(t.TempDir(), "out")
+	out, errOut, code := runHistory(t, env, "archive", "aaaa", "-o", dst, "--json")
+	var res struct {
+		Archived    int      `json:"archived"`
+		Destination string   `json:"destination"`
+		Sessions    []string `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Archived != 1 || res.Destination != dst || len(res.Sessions) != 1 {
+		t.Errorf("archive --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestHistoryEmptySessionHasNoZeroTime(t *testing.T) {
+	cfg := t.TempDir()
+	proj := filepath.Join(cfg, "projects", "-p")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "e0000000-0000-4000-8000-000000000000.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cfg, "HOME": "/nonexistent"}
+	for _, args := range [][]string{{"list", "--json"}, {"show", "e0", "--format", "json"}} {
+		out, errOut, code := runHistory(t, env, args...)
+		if code != 0 || strings.Contains(out, "0001-01-01") {
+			t.Errorf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+}
+
+// TestHistoryCountsRemovedPneumaWorktrees: cmd tells history where the
+// runner keeps its worktrees, so their sessions stay with the repository.
+func TestHistoryCountsRemovedPneumaWorktrees(t *testing.T) {
+	repo, cfg := t.TempDir(), t.TempDir()
+	cwd := filepath.Join(runner.RepoLayout(repo).WorktreesRoot(), "run1", "job1") // gone already
+	proj := filepath.Join(cfg, "projects", history.ProjectDirName(cwd))
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"type":"user","cwd":"` + cwd + `","sessionId":"w1","uuid":"u1","timestamp":"2026-11-20T10:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(proj, "w1000000-0000-4000-8000-000000000000.jsonl"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": cfg, "HOME": "/nonexistent"}
+	for include, want := range map[bool]int{true: 1, false: 0} {
+		args := []string{"list", "--project", repo, "--json"}
+		if include {
+			args = append(args, "--include-worktrees")
+		}
+		out, errOut, code := runHistory(t, env, args...)
+		var list struct{ Sessions []any }
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Sessions) != want {
+			t.Errorf("%v: exit %d, want %d sessions\n%s%s", args, code, want, out, errOut)
+		}
 	}
 }

@@ -38,7 +38,7 @@ cache_creation_input_tokens, cost_usd, api_calls, and, by session, flags
 ("compacted", "interrupted": the transcript cannot match what was billed).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return historyUsage(c.Context(), io, opts)
+			return historyErr(c.Context(), historyUsage(c.Context(), io, opts))
 		},
 	}
 	opts.addSelectFlags(c)
@@ -63,7 +63,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		return err
 	}
 	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices})
+	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, CacheDir: opts.cacheDir(io)})
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,18 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		}
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		err := enc.Encode(struct {
+			Rows     []history.UsageRow `json:"rows"`
+			Total    history.Totals     `json:"total"`
+			Warnings []history.Warning  `json:"warnings"`
+		}{rows, corpus.Total(), nonNil(corpus.Warnings)})
+		if err != nil {
+			return err
+		}
+		return reportWarnings(io, corpus.Warnings, corpus.FilesRead)
+	}
+	if err := reportWarnings(io, corpus.Warnings, corpus.FilesRead); err != nil {
+		return err
 	}
 	// Numbers align right; the key column is padded so it reads left-aligned.
 	keys := make([]string, len(rows))

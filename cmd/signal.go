@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"golang.org/x/term"
@@ -14,11 +15,40 @@ import (
 // killKey carries the channel closed on a second signal.
 type killKey struct{}
 
+// noticeKey carries the *stopNotice a command sets to word its own stop.
+type noticeKey struct{}
+
+// stopNotice is what the first signal prints; run's wording unless a
+// command (history) sets its own. A command that stops at the first signal
+// has no second step: later signals only repeat that it is stopping.
+type stopNotice struct {
+	mu     sync.Mutex
+	first  string
+	second string
+}
+
+func (n *stopNotice) get() (first, second string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.first, n.second
+}
+
+// setStopNotice words what the signals print for the running command.
+func setStopNotice(ctx context.Context, first, second string) {
+	if n, ok := ctx.Value(noticeKey{}).(*stopNotice); ok {
+		n.mu.Lock()
+		n.first, n.second = first, second
+		n.mu.Unlock()
+	}
+}
+
 // signalContext returns a context cancelled by the first SIGINT or SIGTERM (a
 // graceful stop) and a channel, reachable through killSignal, closed by the
 // second (stop everything now).
 func signalContext(parent context.Context, errOut io.Writer) (context.Context, func()) {
 	kill := make(chan struct{})
+	notice := &stopNotice{first: "stopping jobs gracefully (again to kill them now)", second: "killing all jobs"}
+	parent = context.WithValue(parent, noticeKey{}, notice)
 	ctx, cancel := context.WithCancel(context.WithValue(parent, killKey{}, (<-chan struct{})(kill)))
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -31,12 +61,13 @@ func signalContext(parent context.Context, errOut io.Writer) (context.Context, f
 				return
 			case s := <-sigs:
 				n++
+				first, second := notice.get()
 				if n == 1 {
-					fmt.Fprintf(errOut, "\npneuma: %v: stopping jobs gracefully (again to kill them now)\n", s)
+					fmt.Fprintf(errOut, "\npneuma: %v: %s\n", s, first)
 					cancel()
 					continue
 				}
-				fmt.Fprintf(errOut, "\npneuma: %v: killing all jobs\n", s)
+				fmt.Fprintf(errOut, "\npneuma: %v: %s\n", s, second)
 				close(kill)
 				return
 			}

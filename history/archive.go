@@ -88,6 +88,12 @@ func sessionFiles(sessionFile, rel string) ([]archFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
+	// CLI 2.0.x kept subagent transcripts next to the sessions.
+	for _, p := range topAgents(base)[strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl")] {
+		if info, err := checkRegular(p); err == nil {
+			out = append(out, archFile{src: p, rel: filepath.Join(rel, filepath.Base(p)), info: info})
+		}
+	}
 	return out, nil
 }
 
@@ -110,7 +116,7 @@ func copyFile(ctx context.Context, f archFile, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	in, err := os.Open(f.src)
+	in, err := openFile(f.src)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -176,7 +182,7 @@ func writeTarGz(ctx context.Context, files []archFile, dst string) (err error) {
 }
 
 func addTar(ctx context.Context, tw *tar.Writer, f archFile) error {
-	in, err := os.Open(f.src)
+	in, err := openFile(f.src)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +19,10 @@ type Filter struct {
 	Project string
 	// IncludeWorktrees also keeps sessions run in a git worktree of Project.
 	IncludeWorktrees bool
+	// WorktreeRoots are directories whose every subdirectory counts as a
+	// worktree of Project even once removed (pneuma's own worktrees: the
+	// caller knows where its runner puts them).
+	WorktreeRoots []string
 	// Since and Until bound call timestamps (usage) and session activity (list).
 	Since, Until time.Time
 }
@@ -33,6 +38,8 @@ const (
 	FlagUnpriced = "unpriced"
 	// FlagMalformed: some lines could not be read.
 	FlagMalformed = "malformed_lines"
+	// FlagOrphan: the main transcript is gone; only its subagents remain.
+	FlagOrphan = "orphan"
 )
 
 // SessionSummary is one row of `history list`.
@@ -41,8 +48,8 @@ type SessionSummary struct {
 	Project      string    `json:"project"`
 	ProjectDir   string    `json:"project_dir"`
 	Path         string    `json:"path"`
-	Started      time.Time `json:"started"`
-	LastActivity time.Time `json:"last_activity"`
+	Started      time.Time `json:"started,omitzero"`
+	LastActivity time.Time `json:"last_activity,omitzero"`
 	FirstPrompt  string    `json:"first_prompt"`
 	Prompts      int       `json:"prompts"`
 	Subagents    int       `json:"subagents"`
@@ -95,6 +102,12 @@ type Corpus struct {
 	sessions []*SessionSummary
 	// Stats sums what every reader skipped.
 	Stats ReadStats
+	// Warnings lists the files that could not be read (named pipes,
+	// directories named like transcripts, symlink loops, permission denied);
+	// every other file was read.
+	Warnings []Warning
+	// FilesRead counts the transcripts read (subagents included).
+	FilesRead int
 }
 
 // ScanOptions configures Scan.
@@ -105,6 +118,9 @@ type ScanOptions struct {
 	// Summary also collects prompts and first prompts (for list); usage
 	// reports do not need them and skip those lines.
 	Summary bool
+	// CacheDir, when set, holds an index of per-file scans (checked by size
+	// and modification time) so that unchanged files are not read again.
+	CacheDir string
 }
 
 // Scan reads every session under configDir (in parallel, streaming) and
@@ -114,81 +130,125 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	if opts.Prices == nil {
 		opts.Prices = DefaultPrices()
 	}
-	files, err := ListSessions(ctx, configDir)
+	listing, err := List(ctx, configDir)
 	if err != nil {
 		return nil, err
 	}
-	files = selectProjects(files, opts.Filter)
-	var paths, projs []string
-	bySID := make(map[string]*SessionSummary, len(files))
-	var sessions []*SessionSummary
-	for _, f := range files {
-		s := &SessionSummary{ID: f.ID, ProjectDir: f.ProjectDir, Path: f.Path}
-		bySID[f.Path] = s
-		sessions = append(sessions, s)
-		paths = append(paths, f.Path)
-		projs = append(projs, f.ProjectDir)
-		subs := f.Subagents()
-		s.Subagents = len(subs)
-		for _, sp := range subs {
-			paths = append(paths, sp)
-			projs = append(projs, f.ProjectDir)
-		}
-	}
-	targets := make([]*fileScan, len(paths))
-	for i, p := range paths {
-		sid, agent := sessionOf(p)
-		targets[i] = &fileScan{path: p, sessionID: sid, agent: agent, projDir: projs[i]}
-	}
-	c := &Corpus{}
-	owner := func(fs *fileScan) *SessionSummary {
-		if !fs.agent {
-			return bySID[fs.path]
-		}
-		return bySID[filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(fs.path))), fs.sessionID+".jsonl")]
-	}
+	c := &Corpus{Warnings: listing.Warnings}
+	p := c.plan(listing, opts.Filter)
 	seen := make(map[[2]uint64]struct{})
-	err = scanOrdered(ctx, targets, opts.Summary, func(fs *fileScan) {
-		s := owner(fs)
-		if s == nil {
-			return
+	ix := openIndex(opts.CacheDir, ProjectsDir(configDir))
+	err = scanOrdered(ctx, p.targets, opts.Summary, ix, func(fs *fileScan) {
+		if s := p.byPath[fs.path]; s != nil {
+			c.merge(s, fs, p.orphans[s.Path], seen, opts)
 		}
-		c.Stats.Add(fs.stats)
-		s.Stats.Add(fs.stats)
-		if !fs.agent {
-			s.Project = fs.cwd
-			s.Started = fs.start
-			if fs.last.After(s.LastActivity) {
-				s.LastActivity = fs.last
-			}
-			s.FirstPrompt, s.Prompts = redact.String(fold(fs.firstPrompt, 1000)), fs.prompts
-		} else if fs.last.After(s.LastActivity) {
-			s.LastActivity = fs.last
-		}
-		if fs.compacted > 0 {
-			s.addFlag(FlagCompacted)
-		}
-		if fs.interrupted > 0 {
-			s.addFlag(FlagInterrupted)
-		}
-		if fs.stats.Malformed+fs.stats.Oversized > 0 {
-			s.addFlag(FlagMalformed)
-		}
-		for i := range fs.calls {
-			cl := &fs.calls[i]
-			if _, dup := seen[cl.key]; dup {
-				continue
-			}
-			seen[cl.key] = struct{}{}
-			if inRange(cl.ts, opts.Filter) {
-				s.add(cl, opts.Prices)
-			}
-		}
-		fs.calls = nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	ix.save(opts.Filter.Project != "")
+	c.selectSessions(p.sessions, opts.Filter)
+	return c, nil
+}
+
+// scanPlan is every session of a scan and the files that make it up.
+type scanPlan struct {
+	sessions []*SessionSummary
+	targets  []*fileScan
+	byPath   map[string]*SessionSummary // any of its files → the session
+	orphans  map[string]bool            // paths of main transcripts that are gone
+}
+
+// plan lists the sessions a filter selects with their subagent files (every
+// generation's), orphans included, warning about what cannot be read.
+func (c *Corpus) plan(listing Listing, f Filter) scanPlan {
+	warn := func(w Warning) { c.Warnings = append(c.Warnings, w) }
+	files := selectProjects(listing.Files, f)
+	p := scanPlan{byPath: make(map[string]*SessionSummary, len(files)), orphans: make(map[string]bool)}
+	for _, o := range selectProjects(listing.Orphans, f) {
+		files = append(files, o)
+		p.orphans[o.Path] = true
+	}
+	tops := make(map[string]map[string][]string) // project dir → parent sid → CLI 2.0.x agent files
+	for _, f := range files {
+		s := &SessionSummary{ID: f.ID, ProjectDir: f.ProjectDir, Path: f.Path}
+		p.sessions = append(p.sessions, s)
+		if !p.orphans[f.Path] {
+			p.byPath[f.Path] = s
+			p.targets = append(p.targets, &fileScan{path: f.Path, sessionID: f.ID, projDir: f.ProjectDir})
+		}
+		proj := filepath.Dir(f.Path)
+		top, ok := tops[proj]
+		if !ok {
+			top = topAgents(proj)
+			tops[proj] = top
+		}
+		subs := f.subagentFiles(top, warn)
+		s.Subagents = len(subs)
+		for _, sp := range subs {
+			p.byPath[sp] = s
+			p.targets = append(p.targets, &fileScan{path: sp, sessionID: f.ID, agent: true, projDir: f.ProjectDir})
+		}
+		if p.orphans[f.Path] {
+			s.addFlag(FlagOrphan)
+			warn(Warning{Path: f.Path, Problem: fmt.Sprintf("main transcript missing; %s counted under session %s", plural(len(subs), "subagent transcript"), f.ID)})
+		}
+	}
+	return p
+}
+
+// merge adds one scanned file to its session s. A call already seen in
+// another file (a fork's copy) stays with the file merged first.
+func (c *Corpus) merge(s *SessionSummary, fs *fileScan, orphan bool, seen map[[2]uint64]struct{}, opts ScanOptions) {
+	if fs.err != nil {
+		c.Warnings = append(c.Warnings, warningOf(fs.path, fs.err))
+	} else {
+		c.FilesRead++
+	}
+	c.Stats.Add(fs.stats)
+	s.Stats.Add(fs.stats)
+	if fs.last.After(s.LastActivity) {
+		s.LastActivity = fs.last
+	}
+	if !fs.agent {
+		s.Project, s.Started = fs.cwd, fs.start
+		s.FirstPrompt, s.Prompts = fs.firstPrompt, fs.prompts
+		if !fs.fromIndex { // the index keeps it cleaned already
+			s.FirstPrompt = redact.Secrets(stripControls(fold(fs.firstPrompt, 1000)))
+		}
+	} else {
+		if s.Project == "" {
+			s.Project = fs.cwd
+		}
+		if s.Started.IsZero() || (!fs.start.IsZero() && fs.start.Before(s.Started) && orphan) {
+			s.Started = fs.start
+		}
+	}
+	s.Subagents += fs.inlineAgents
+	if fs.compacted > 0 {
+		s.addFlag(FlagCompacted)
+	}
+	if fs.interrupted > 0 {
+		s.addFlag(FlagInterrupted)
+	}
+	if fs.stats.Malformed+fs.stats.Oversized > 0 {
+		s.addFlag(FlagMalformed)
+	}
+	for i := range fs.calls {
+		cl := &fs.calls[i]
+		if _, dup := seen[cl.key]; dup {
+			continue
+		}
+		seen[cl.key] = struct{}{}
+		if inRange(cl.ts, opts.Filter) {
+			s.add(cl, opts.Prices)
+		}
+	}
+	fs.calls = nil
+}
+
+// selectSessions keeps the sessions the filter selects, oldest first.
+func (c *Corpus) selectSessions(sessions []*SessionSummary, f Filter) {
 	for _, s := range sessions {
 		if s.Project == "" {
 			s.Project = s.ProjectDir
@@ -196,13 +256,13 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		if s.UnpricedCalls > 0 {
 			s.addFlag(FlagUnpriced)
 		}
-		if !matchProject(s.Project, opts.Filter) {
+		if !matchProject(s.Project, f) {
 			continue
 		}
-		if !opts.Filter.Since.IsZero() && s.LastActivity.Before(opts.Filter.Since) {
+		if !f.Since.IsZero() && s.LastActivity.Before(f.Since) {
 			continue
 		}
-		if !opts.Filter.Until.IsZero() && s.Started.After(opts.Filter.Until) {
+		if !f.Until.IsZero() && s.Started.After(f.Until) {
 			continue
 		}
 		c.sessions = append(c.sessions, s)
@@ -210,7 +270,6 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 	sort.SliceStable(c.sessions, func(i, j int) bool {
 		return c.sessions[i].Started.Before(c.sessions[j].Started)
 	})
-	return c, nil
 }
 
 func (s *SessionSummary) addFlag(f string) {
@@ -359,18 +418,21 @@ func matchProject(cwd string, f Filter) bool {
 	if cwd == f.Project {
 		return true
 	}
-	return f.IncludeWorktrees && IsWorktreeOf(cwd, f.Project)
+	return f.IncludeWorktrees && IsWorktreeOf(cwd, f.Project, f.WorktreeRoots...)
 }
 
 // IsWorktreeOf reports whether dir is a linked git worktree of the repository
 // at repo: its .git file points into repo's .git/worktrees, or it lies under
-// repo/.pneuma/worktrees (pneuma's own worktrees, which may be gone already).
-func IsWorktreeOf(dir, repo string) bool {
+// one of roots (directories of worktrees the caller made, which may be gone
+// already).
+func IsWorktreeOf(dir, repo string, roots ...string) bool {
 	if dir == "" || dir == repo {
 		return false
 	}
-	if strings.HasPrefix(dir, filepath.Join(repo, ".pneuma", "worktrees")+string(filepath.Separator)) {
-		return true
+	for _, r := range roots {
+		if r != "" && strings.HasPrefix(dir, filepath.Clean(r)+string(filepath.Separator)) {
+			return true
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(dir, ".git"))
 	if err != nil {

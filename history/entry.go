@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,8 +37,16 @@ type Entry struct {
 	LastPrompt        string          `json:"lastPrompt,omitempty"`
 	Attachment        json.RawMessage `json:"attachment,omitempty"`
 	Mode              string          `json:"mode,omitempty"`
+	// Summary is a summary entry's text: the session's title.
+	Summary string `json:"summary,omitempty"`
+	// Raw is the whole line, kept only for entry types this reader does
+	// not know (see KnownType), so that exports can pass them on.
+	Raw json.RawMessage `json:"-"`
 	// Line is the entry's 1-based line number in its file.
 	Line int `json:"-"`
+	// Repaired is true when a known field had an unexpected shape and only
+	// the envelope (type, uuid, timestamp) could be decoded.
+	Repaired bool `json:"-"`
 }
 
 // Message is the API message inside user and assistant entries.
@@ -55,27 +62,58 @@ type Message struct {
 // Content is a message's content: a plain string is one text block.
 type Content []Block
 
-// UnmarshalJSON accepts a string or an array of blocks.
+// Unreadable is the type of a block whose JSON has an unexpected shape (a
+// number where a block belongs, a block whose fields have the wrong types);
+// its Text holds the raw JSON, so that nothing is lost.
+const Unreadable = "unreadable"
+
+// UnmarshalJSON accepts a string, an array of blocks, or one block object
+// (seen in hand-edited and third-party transcripts). Parts of other shapes
+// become Unreadable blocks instead of failing the whole entry.
 func (c *Content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] == 'n' {
+	switch {
+	case len(b) == 0 || b[0] == 'n':
 		*c = nil
-		return nil
-	}
-	if b[0] == '"' {
+	case b[0] == '"':
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		*c = Content{{Type: "text", Text: s}}
-		return nil
+	case b[0] == '[':
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return err
+		}
+		blocks := make(Content, len(raws))
+		for i, r := range raws {
+			blocks[i] = blockOf(r)
+		}
+		*c = blocks
+	default:
+		*c = Content{blockOf(b)}
 	}
-	var blocks []Block
-	if err := json.Unmarshal(b, &blocks); err != nil {
-		return err
-	}
-	*c = blocks
 	return nil
+}
+
+// blockOf decodes one block, or keeps it as an Unreadable block.
+func blockOf(raw json.RawMessage) Block {
+	var blk Block
+	if err := json.Unmarshal(raw, &blk); err != nil || blk.Type == "" {
+		return Block{Type: Unreadable, Text: string(raw)}
+	}
+	return blk
+}
+
+// Repaired reports whether the message holds blocks of unexpected shapes.
+func (m *Message) Repaired() bool {
+	for _, b := range m.Content {
+		if b.Type == Unreadable {
+			return true
+		}
+	}
+	return false
 }
 
 // Block is one content block (text, thinking, tool_use, tool_result, image…).
@@ -168,7 +206,13 @@ func (er *EntryReader) Next() (*Entry, error) {
 			er.lr.Stats.Malformed++
 			continue
 		}
+		if e.Repaired || (e.Message != nil && e.Message.Repaired()) {
+			er.lr.Stats.Repaired++
+		}
 		e.Line = er.line
+		if !KnownType(e.Type) {
+			e.Raw = bytes.Clone(line)
+		}
 		return e, nil
 	}
 }
@@ -180,6 +224,7 @@ func (er *EntryReader) Stats() ReadStats { return er.lr.Stats }
 // unexpected JSON types is still an error; unknown fields and types are not.
 func ParseEntry(line []byte) (*Entry, error) {
 	var e Entry
+	line, tur := cutToolUseResult(line)
 	if err := json.Unmarshal(line, &e); err != nil {
 		// Retry with only the envelope: a known field of an unexpected shape
 		// (say, message.content as an object) must not hide the entry.
@@ -191,10 +236,77 @@ func ParseEntry(line []byte) (*Entry, error) {
 		if json.Unmarshal(line, &env) != nil || env.Type == "" {
 			return nil, fmt.Errorf("parse transcript line: %w", err)
 		}
-		return &Entry{Type: env.Type, UUID: env.UUID, Timestamp: env.Timestamp}, nil
+		// Keep what is left of a message as one unreadable block.
+		e := &Entry{Type: env.Type, UUID: env.UUID, Timestamp: env.Timestamp, Repaired: true}
+		if env.Type == "user" || env.Type == "assistant" {
+			e.Message = &Message{Content: Content{{Type: Unreadable, Text: string(line)}}}
+		}
+		return e, nil
+	}
+	if tur != nil {
+		e.ToolUseResult = tur
 	}
 	return &e, nil
 }
+
+var toolUseResultKey = []byte(`"toolUseResult"`)
+
+// cutToolUseResult takes a large toolUseResult out of a line before it is
+// decoded: it often repeats a multi-MB tool output that the message content
+// already holds, and encoding/json would validate and skip it twice. It
+// returns the line without it (a copy) and the value (a copy).
+func cutToolUseResult(line []byte) ([]byte, json.RawMessage) {
+	if len(line) < 64<<10 || !bytes.Contains(line, toolUseResultKey) {
+		return line, nil
+	}
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return line, nil
+	}
+	ks, vs, ve := -1, -1, -1
+	prevEnd := -1 // end of the value before the key, when there is one
+	last := -1
+	_, err := scanObject(line, i, func(k []byte, s, e int) error {
+		if ks < 0 && string(k) == "toolUseResult" {
+			ks = bytes.LastIndex(line[:s], toolUseResultKey)
+			vs, ve, prevEnd = s, e, last
+		}
+		last = e
+		return nil
+	})
+	if err != nil || ks < 0 {
+		return line, nil
+	}
+	var from, to int
+	if prevEnd >= 0 {
+		from, to = prevEnd, ve // drop ',"toolUseResult":value'
+	} else {
+		from, to = ks, skipWS(line, ve) // first key: drop it and its comma
+		if to < len(line) && line[to] == ',' {
+			to++
+		}
+	}
+	out := make([]byte, 0, len(line)-(to-from))
+	out = append(append(out, line[:from]...), line[to:]...)
+	return out, bytes.Clone(line[vs:ve])
+}
+
+// knownTypes are the entry types of the CLI's own reader (reference 4.3).
+var knownTypes = map[string]bool{}
+
+func init() {
+	for _, t := range strings.Fields(`user assistant attachment system progress summary custom-title
+		ended-by-model ai-title last-prompt tag relocated agent-name agent-color agent-setting pr-link
+		frame-link bridge-session file-history-snapshot attribution-snapshot speculation-accept mode
+		permission-mode isolation-latch worktree-state queue-operation marble-origami-commit
+		marble-origami-snapshot marble-origami-reset content-replacement fork-context-ref`) {
+		knownTypes[t] = true
+	}
+}
+
+// KnownType reports whether the CLI's reader knows entry type t. Exports
+// keep entries of other types (a newer CLI's) instead of dropping them.
+func KnownType(t string) bool { return knownTypes[t] }
 
 // SubagentMeta is <sid>/subagents/agent-<id>.meta.json.
 type SubagentMeta struct {
@@ -214,12 +326,15 @@ type Subagent struct {
 // Subagents lists a transcript's subagents with their meta files, keyed by
 // the Agent tool_use id that started them (or "agent:<id>" when the meta file
 // is missing; the tool_result's agentId links those).
-func Subagents(sessionFile string) map[string]Subagent {
+func Subagents(sessionFile string) map[string]Subagent { return subagentsOf(sessionFile, nil) }
+
+// subagentsOf is Subagents, reporting unreadable agent files to warn.
+func subagentsOf(sessionFile string, warn func(Warning)) map[string]Subagent {
 	out := make(map[string]Subagent)
-	for _, p := range (SessionFile{Path: sessionFile}).Subagents() {
+	for _, p := range (SessionFile{Path: sessionFile}).SubagentFiles(warn) {
 		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "agent-"), ".jsonl")
 		sa := Subagent{AgentID: id, Path: p}
-		if data, err := os.ReadFile(strings.TrimSuffix(p, ".jsonl") + ".meta.json"); err == nil {
+		if data, err := readSmallFile(strings.TrimSuffix(p, ".jsonl")+".meta.json", 1<<20); err == nil {
 			_ = json.Unmarshal(data, &sa.Meta)
 		}
 		if sa.Meta.ToolUseID != "" {

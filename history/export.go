@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // Format is an export format of `history show`.
@@ -49,7 +46,7 @@ type Header struct {
 	Project   string    `json:"project,omitempty"`
 	GitBranch string    `json:"git_branch,omitempty"`
 	Version   string    `json:"cli_version,omitempty"`
-	Started   time.Time `json:"started"`
+	Started   time.Time `json:"started,omitzero"`
 }
 
 // Record is one normalised transcript entry of an export: a user or
@@ -78,6 +75,12 @@ type Record struct {
 	AgentType   string `json:"agent_type,omitempty"`
 	Description string `json:"description,omitempty"`
 	ToolUseID   string `json:"tool_use_id,omitempty"`
+	// Title is a summary entry's text (Type "summary"): the session title.
+	Title string `json:"title,omitempty"`
+	// Unknown marks an entry of a type this reader does not know; Raw is
+	// its whole line.
+	Unknown bool            `json:"unknown,omitempty"`
+	Raw     json.RawMessage `json:"raw,omitempty"`
 	// Continued is true when this assistant entry continues the previous
 	// one (the CLI writes one line per content block of a response).
 	Continued bool `json:"-"`
@@ -123,6 +126,12 @@ type ExportOptions struct {
 	Fold int
 	// Title overrides the document title.
 	Title string
+	// Warn, when set, is told about subagent files that cannot be read;
+	// they are left out and the export goes on.
+	Warn func(Warning)
+	// NoRedact keeps secrets as they are (terminal control sequences are
+	// still stripped).
+	NoRedact bool
 }
 
 // Export writes one session (the transcript at sessionFile, its subagents
@@ -146,18 +155,23 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	default:
 		return fmt.Errorf("unknown format %q", opts.Format)
 	}
-	f, err := os.Open(sessionFile)
+	f, err := openFile(sessionFile)
 	if err != nil {
 		return fmt.Errorf("open session: %w", err)
 	}
 	defer f.Close()
 	x := &exporter{
-		r:      r,
-		prices: opts.Prices,
-		seen:   make(map[[2]uint64]struct{}),
-		tools:  make(map[string]string),
-		subs:   Subagents(sessionFile),
-		done:   make(map[string]bool),
+		r:        r,
+		prices:   opts.Prices,
+		seen:     make(map[[2]uint64]*Usage),
+		tools:    make(map[string]string),
+		subs:     subagentsOf(sessionFile, opts.Warn),
+		warn:     opts.Warn,
+		clean:    cleanText(!opts.NoRedact),
+		redactOn: !opts.NoRedact,
+		calls:    make(map[string]agentCall),
+		chainOf:  make(map[string]*inlineChain),
+		done:     make(map[string]bool),
 	}
 	er := NewEntryReader(f)
 	// Read ahead until an entry names the cwd, so the header can show it.
@@ -176,7 +190,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 			h.Started = e.Timestamp
 		}
 		if e.Cwd != "" {
-			h.Project, h.GitBranch, h.Version = redact.String(e.Cwd), e.GitBranch, e.Version
+			h.Project, h.GitBranch, h.Version = x.clean(e.Cwd), x.clean(e.GitBranch), x.clean(e.Version)
 			break
 		}
 	}
@@ -191,6 +205,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	if err := x.stream(ctx, er, 0); err != nil {
 		return fmt.Errorf("export %s: %w", sessionFile, err)
 	}
+	if err := x.flushInline(ctx, 0); err != nil {
+		return err
+	}
 	x.stats.Add(er.Stats())
 	// Subagents no tool call pointed at still belong to the session.
 	var rest []string
@@ -204,6 +221,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 		if err := x.subagent(ctx, x.subs[key], "", 0); err != nil {
 			return err
 		}
+	}
+	if err := x.flush(); err != nil {
+		return err
 	}
 	return r.end(Footer{Usage: x.totals, Stats: x.stats})
 }
@@ -222,13 +242,82 @@ func (o ExportOptions) fold(def int) int {
 type exporter struct {
 	r      renderer
 	prices *PriceTable
-	seen   map[[2]uint64]struct{}
-	tools  map[string]string // tool_use id → tool name
+	seen   map[[2]uint64]*Usage // final usage so far of each response
+	tools  map[string]string    // tool_use id → tool name
 	subs   map[string]Subagent
-	done   map[string]bool // agent ids already exported
-	totals Totals
-	stats  ReadStats
-	lastID string // message id of the previous assistant entry
+	warn   func(Warning)
+	// clean strips control sequences and (when redactOn) redacts secrets.
+	clean    func(string) string
+	redactOn bool
+	// Agent calls of the main chain by tool_use id; those no subagent file
+	// answers yet, oldest first; CLI 1.0.x inline sidechains being gathered.
+	calls     map[string]agentCall
+	openCalls []agentCall
+	chains    []*inlineChain
+	chainOf   map[string]*inlineChain // sidechain uuid → its chain
+	done      map[string]bool         // agent ids already exported
+	totals    Totals
+	stats     ReadStats
+	lastID    string // message id of the previous assistant entry
+
+	// pending is the last record written with a usage, held back by one
+	// record so that the usage moves to the last line of its response.
+	pending      *Record
+	pendingDepth int
+	pendingKey   [2]uint64
+}
+
+// account adds one assistant line's usage to the totals. The lines of one
+// response share (message id, request id); older CLIs wrote a running output
+// count on the earlier ones, so the largest (the last line's) wins, in the
+// totals and on the record that carries the response's usage.
+func (x *exporter) account(rec *Record, m *Message, requestID string) {
+	key := callKey(m.ID, requestID)
+	u := *m.Usage
+	old, dup := x.seen[key]
+	if !dup {
+		x.seen[key] = &u
+		x.totals.addCall(&call{model: m.Model, usage: u}, x.prices)
+	} else if u.OutputTokens > old.OutputTokens {
+		x.totals.OutputTokens += u.OutputTokens - old.OutputTokens
+		newCost, ok1 := x.prices.Cost(m.Model, u)
+		oldCost, ok2 := x.prices.Cost(m.Model, *old)
+		if ok1 && ok2 {
+			x.totals.CostUSD += newCost - oldCost
+		}
+		*old = u
+	}
+	if !dup {
+		rec.Usage = x.seen[key]
+	} else if x.pending != nil && x.pendingKey == key {
+		rec.Usage, x.pending.Usage = x.pending.Usage, nil
+	}
+	if rec.Usage != nil {
+		x.pendingKey = key
+	}
+}
+
+// emit writes a record, holding back the one that carries a usage until the
+// next record shows whether its response goes on.
+func (x *exporter) emit(rec *Record, depth int) error {
+	if err := x.flush(); err != nil {
+		return err
+	}
+	if rec.Usage != nil {
+		x.pending, x.pendingDepth = rec, depth
+		return nil
+	}
+	return x.r.record(rec, depth)
+}
+
+// flush writes the held-back record.
+func (x *exporter) flush() error {
+	p := x.pending
+	if p == nil {
+		return nil
+	}
+	x.pending = nil
+	return x.r.record(p, x.pendingDepth)
 }
 
 func (x *exporter) stream(ctx context.Context, er *EntryReader, depth int) error {
@@ -250,12 +339,25 @@ func (x *exporter) stream(ctx context.Context, er *EntryReader, depth int) error
 }
 
 func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
+	if depth == 0 && e.IsSidechain {
+		x.addInline(e) // CLI 1.0.x: a subagent's line inside the main file
+		return nil
+	}
+	if depth == 0 {
+		if err := x.flushInlineFor(ctx, e, depth); err != nil {
+			return err
+		}
+	}
 	rec, ok := x.normalise(e)
 	if !ok {
 		return nil
 	}
-	if err := x.r.record(rec, depth); err != nil {
+	rec = rec.cleaned(x.clean, x.redactOn)
+	if err := x.emit(rec, depth); err != nil {
 		return err
+	}
+	if depth == 0 {
+		x.noteCalls(rec)
 	}
 	for _, b := range rec.Blocks {
 		if b.Type != "tool_use" || (b.Name != "Agent" && b.Name != "Task") {
@@ -274,7 +376,7 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 	}) {
 		if id := e.ResultAgentID(); id != "" && !x.done[id] {
 			if sa, ok := x.subs["agent:"+id]; ok {
-				return x.subagent(ctx, sa, "", depth)
+				return x.subagent(ctx, sa, resultToolUseID(rec), depth)
 			}
 		}
 	}
@@ -286,11 +388,17 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	if toolUseID == "" {
 		toolUseID = sa.Meta.ToolUseID
 	}
-	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: sa.Meta.AgentType,
-		Description: sa.Meta.Description, ToolUseID: toolUseID, Sidechain: true}
-	f, err := os.Open(sa.Path)
+	rec := &Record{Type: "subagent", AgentID: sa.AgentID, AgentType: x.clean(sa.Meta.AgentType),
+		Description: x.clean(sa.Meta.Description), ToolUseID: toolUseID, Sidechain: true}
+	if c, ok := x.calls[toolUseID]; ok && rec.Description == "" && rec.AgentType == "" {
+		rec.Description, rec.AgentType = x.clean(c.description), x.clean(c.agentType) // no meta file (CLI 2.0.x)
+	}
+	f, err := openFile(sa.Path)
 	if err != nil {
-		return fmt.Errorf("open subagent %s: %w", sa.AgentID, err)
+		if x.warn != nil {
+			x.warn(warningOf(sa.Path, err))
+		}
+		return nil
 	}
 	defer f.Close()
 	er := NewEntryReader(f)
@@ -301,6 +409,9 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	}
 	if first != nil {
 		rec.Timestamp = first.Timestamp
+	}
+	if err := x.flush(); err != nil {
+		return err
 	}
 	if err := x.r.beginSub(rec, depth); err != nil {
 		return err
@@ -317,6 +428,9 @@ func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, 
 	}
 	x.lastID = saved
 	x.stats.Add(er.Stats())
+	if err := x.flush(); err != nil {
+		return err
+	}
 	return x.r.endSub(rec, depth)
 }
 
@@ -347,8 +461,18 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		}
 		rec.Blocks = []RBlock{{Type: "text", Text: text}}
 		return rec, true
+	case "summary":
+		if e.Summary == "" {
+			return nil, false
+		}
+		rec.Title = e.Summary
+		return rec, true
 	default:
-		return nil, false
+		if KnownType(e.Type) || len(e.Raw) == 0 {
+			return nil, false // attachments, queue operations, modes…
+		}
+		rec.Unknown, rec.Raw = true, e.Raw
+		return rec, true
 	}
 	m := e.Message
 	rec.Model, rec.MessageID = m.Model, m.ID
@@ -356,12 +480,7 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 		rec.Continued = m.ID != "" && m.ID == x.lastID
 		x.lastID = m.ID
 		if m.Usage != nil && !e.IsAPIErrorMessage && m.Model != "<synthetic>" {
-			key := callKey(m.ID, e.RequestID)
-			if _, dup := x.seen[key]; !dup {
-				x.seen[key] = struct{}{}
-				rec.Usage = m.Usage
-				x.totals.addCall(&call{model: m.Model, usage: *m.Usage}, x.prices)
-			}
+			x.account(rec, m, e.RequestID)
 		}
 	} else {
 		x.lastID = ""
@@ -386,15 +505,27 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 	return rec, true
 }
 
-// redacted returns a copy of r with secrets redacted in every string a
-// person or tool wrote.
-func (r *Record) redacted() *Record {
+// resultToolUseID returns the tool_use id an Agent tool_result answers.
+func resultToolUseID(rec *Record) string {
+	for _, b := range rec.Blocks {
+		if b.Type == "tool_result" && (b.ToolName == "Agent" || b.ToolName == "Task") {
+			return b.ToolUseID
+		}
+	}
+	return ""
+}
+
+// cleaned returns a copy of r with clean applied to every string a person
+// or tool wrote (see cleanText and cleanJSON).
+func (r *Record) cleaned(clean func(string) string, redactOn bool) *Record {
 	c := *r
-	c.Description = redact.String(r.Description)
+	c.Description = clean(r.Description)
+	c.Title = clean(r.Title)
+	c.Raw = cleanJSON(r.Raw, clean, redactOn)
 	c.Blocks = make([]RBlock, len(r.Blocks))
 	for i, b := range r.Blocks {
-		b.Text = redact.String(b.Text)
-		b.Input = redactJSON(b.Input)
+		b.Text = clean(b.Text)
+		b.Input = cleanJSON(b.Input, clean, redactOn)
 		c.Blocks[i] = b
 	}
 	return &c

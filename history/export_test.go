@@ -151,8 +151,10 @@ func TestRedactJSON(t *testing.T) {
 	if strings.Contains(out, "abcdefgh12345678") || strings.Contains(out, "AKIA") || !json.Valid([]byte(out)) {
 		t.Errorf("redactJSON = %s", out)
 	}
-	raw = json.RawMessage(`{"url":"https://x","headers":{"X-Api-Key":"abc","Accept":"text/plain"},"max_tokens":"5","password":""}`)
-	want := `{"headers":{"Accept":"text/plain","X-Api-Key":"[REDACTED]"},"max_tokens":"5","password":"[REDACTED]","url":"https://x"}`
+	// A secret-named key hides a value that looks like a secret, not a
+	// word, a literal or nothing.
+	raw = json.RawMessage(`{"url":"https://x","headers":{"X-Api-Key":"Zx8Qw3Lp9Rt2Vb7N","Accept":"text/plain"},"max_tokens":"5","password":"hunter2!","primary_key":"id","token":""}`)
+	want := `{"headers":{"Accept":"text/plain","X-Api-Key":"[REDACTED]"},"max_tokens":"5","password":"[REDACTED]","primary_key":"id","token":"","url":"https://x"}`
 	if out := string(redactJSON(raw)); out != want {
 		t.Errorf("redactJSON of secret-named keys = %s, want %s", out, want)
 	}
@@ -161,6 +163,14 @@ func TestRedactJSON(t *testing.T) {
 func FuzzReadTranscript(f *testing.F) {
 	seed, _ := os.ReadFile(filepath.Join("testdata", "projects", "-home-me-proj", sidA+".jsonl"))
 	f.Add(seed)
+	// Every transcript of the real-shapes corpus (three CLI generations).
+	for _, p := range corpusFiles(f) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Add([]byte(`{"type":"assistant","message":{"content":{"odd":true},"usage":"x"}}` + "\n"))
 	f.Add([]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":[{"type":"image"}]}]}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

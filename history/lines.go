@@ -31,6 +31,9 @@ type ReadStats struct {
 	// Torn is 1 when the file ends with a line without '\n' (still being
 	// written, or its writer was killed); that line is ignored.
 	Torn int `json:"torn"`
+	// Repaired is the number of entries kept although part of them had an
+	// unexpected shape (shown as unreadable blocks).
+	Repaired int `json:"repaired,omitempty"`
 }
 
 // Add accumulates o into s.
@@ -39,6 +42,7 @@ func (s *ReadStats) Add(o ReadStats) {
 	s.Malformed += o.Malformed
 	s.Oversized += o.Oversized
 	s.Torn += o.Torn
+	s.Repaired += o.Repaired
 }
 
 // LineReader reads '\n'-terminated lines of any length with bounded memory.

@@ -122,6 +122,8 @@ func FuzzReadLine(f *testing.F) {
 			total++
 			var li lineInfo
 			_ = scanLine(l, &li, true)
+			var u Usage
+			_ = parseUsage(li.usage, &u)
 			_, _ = promptText(li.content)
 			_, _ = ParseEntry(l)
 		}

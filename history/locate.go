@@ -148,13 +148,69 @@ type SessionFile struct {
 	Path string
 	// ProjectDir is the encoded project directory name.
 	ProjectDir string
+	// noDir is set by List when the session has no <sid>/ directory, so
+	// there are no subagents to look for there.
+	noDir bool
 }
 
-// Subagents returns the subagent transcripts of the session, sorted.
-func (s SessionFile) Subagents() []string {
-	m, _ := filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+// Subagents returns the subagent transcripts of the session, sorted. Files
+// that cannot be read are left out (SubagentFiles reports them).
+func (s SessionFile) Subagents() []string { return s.SubagentFiles(nil) }
+
+// SubagentFiles returns the subagent transcripts of the session, sorted,
+// and calls warn (when not nil) for each agent-*.jsonl that is not a
+// readable file.
+func (s SessionFile) SubagentFiles(warn func(Warning)) []string {
+	return s.subagentFiles(topAgents(filepath.Dir(s.Path)), warn)
+}
+
+// subagentFiles is SubagentFiles with the project's top-level agent files
+// (by parent session id) already known.
+func (s SessionFile) subagentFiles(top map[string][]string, warn func(Warning)) []string {
+	var m []string
+	if !s.noDir {
+		m, _ = filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+	}
+	id := s.ID
+	if id == "" {
+		id = strings.TrimSuffix(filepath.Base(s.Path), ".jsonl")
+	}
+	m = append(m, top[id]...)
 	sort.Strings(m)
-	return m
+	out := m[:0]
+	for _, p := range m {
+		if _, err := checkRegular(p); err != nil {
+			if warn != nil {
+				warn(warningOf(p, err))
+			}
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// isTopAgent reports whether a top-level file name is a CLI 2.0.x subagent
+// transcript (agent-<id>.jsonl next to the sessions, not a session).
+func isTopAgent(name string) bool {
+	return strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl")
+}
+
+// topAgents maps parent session ids to the CLI 2.0.x subagent transcripts
+// at the top of a project directory (their lines carry the parent's
+// sessionId). Files that cannot be read are left to the caller's listing.
+func topAgents(projDir string) map[string][]string {
+	m, _ := filepath.Glob(filepath.Join(projDir, "agent-*.jsonl"))
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string][]string)
+	for _, p := range m {
+		if sid := FileSessionID(p); sid != "" {
+			out[sid] = append(out[sid], p)
+		}
+	}
+	return out
 }
 
 // SessionDir returns the directory that holds a transcript's subagents and
@@ -163,52 +219,143 @@ func SessionDir(sessionFile string) string { return strings.TrimSuffix(sessionFi
 
 // ListSessions returns every session transcript under configDir, sorted by
 // project then id. Only *.jsonl files at the top of a project directory are
-// sessions (reference 4.1).
+// sessions (reference 4.1). Entries that cannot be read (named pipes,
+// directories named *.jsonl, symlink loops, unreadable project directories)
+// are left out; Listing reports them.
 func ListSessions(ctx context.Context, configDir string) ([]SessionFile, error) {
+	l, err := List(ctx, configDir)
+	return l.Files, err
+}
+
+// Listing is the result of List.
+type Listing struct {
+	// Files are the readable session transcripts.
+	Files []SessionFile
+	// Bad are entries named like transcripts that cannot be read, with why.
+	Bad []BadFile
+	// Warnings are every problem met, bad sessions included.
+	Warnings []Warning
+	// Orphans are sessions whose main transcript is gone but whose
+	// subagent transcripts remain (<sid>/subagents/, or CLI 2.0.x top-level
+	// agent files naming it); Path is where the transcript was.
+	Orphans []SessionFile
+}
+
+// BadFile is a session entry that cannot be read.
+type BadFile struct {
+	SessionFile
+	Err error
+}
+
+// List walks the projects tree like ListSessions and also reports what it
+// could not read. Symlinked project directories and transcripts are
+// followed; a project directory reached twice (through a link) is read once.
+func List(ctx context.Context, configDir string) (Listing, error) {
+	var l Listing
 	root := ProjectsDir(configDir)
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return l, nil
 		}
-		return nil, fmt.Errorf("list projects: %w", err)
+		return l, fmt.Errorf("list projects: %w", err)
 	}
-	var out []SessionFile
+	rootReal, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		rootReal = root
+	}
+	seen := make(map[string]bool, len(dirs))
 	for _, d := range dirs {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return l, err
 		}
-		if !d.IsDir() {
-			continue
-		}
-		entries, err := os.ReadDir(filepath.Join(root, d.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("list project %s: %w", d.Name(), err)
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() || !strings.HasSuffix(name, ".jsonl") {
+		dir := filepath.Join(root, d.Name())
+		real := filepath.Join(rootReal, d.Name())
+		if d.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(dir)
+			if err != nil || !fi.IsDir() {
+				continue // a link to a file or a loop: not a project
+			}
+			if real, err = filepath.EvalSymlinks(dir); err != nil {
 				continue
 			}
-			out = append(out, SessionFile{
-				ID:         strings.TrimSuffix(name, ".jsonl"),
-				Path:       filepath.Join(root, d.Name(), name),
-				ProjectDir: d.Name(),
-			})
+		} else if !d.IsDir() {
+			continue
+		}
+		if seen[real] {
+			continue
+		}
+		seen[real] = true
+		l.listProject(dir, d.Name())
+	}
+	return l, nil
+}
+
+// listProject adds the transcripts of one project directory.
+func (l *Listing) listProject(dir, name string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.Warnings = append(l.Warnings, warningOf(dir, fmt.Errorf("list project: %w", err)))
+		return
+	}
+	have := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		have[e.Name()] = true
+	}
+	orphans := make(map[string]bool)
+	orphan := func(sid string) {
+		if !have[sid+".jsonl"] && !orphans[sid] && validSessionID(sid) {
+			orphans[sid] = true
+			l.Orphans = append(l.Orphans, SessionFile{ID: sid, Path: filepath.Join(dir, sid+".jsonl"), ProjectDir: name})
 		}
 	}
-	return out, nil
+	topDone := false
+	for _, e := range entries {
+		if e.IsDir() && !have[e.Name()+".jsonl"] {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), "subagents")); err == nil {
+				orphan(e.Name())
+			}
+		}
+		if isTopAgent(e.Name()) && !topDone {
+			topDone = true
+			for sid := range topAgents(dir) {
+				orphan(sid)
+			}
+		}
+		if !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		sf := SessionFile{ID: strings.TrimSuffix(e.Name(), ".jsonl"), Path: filepath.Join(dir, e.Name()), ProjectDir: name}
+		sf.noDir = !have[sf.ID]
+		var err error
+		switch t := e.Type(); {
+		case t.IsRegular():
+		case t&fs.ModeSymlink != 0:
+			_, err = checkRegular(sf.Path)
+		default:
+			err = &UnreadableError{Path: sf.Path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(t))}
+		}
+		if err != nil {
+			if !isTopAgent(e.Name()) {
+				l.Bad = append(l.Bad, BadFile{SessionFile: sf, Err: err})
+			}
+			l.Warnings = append(l.Warnings, warningOf(sf.Path, err))
+			continue
+		}
+		if !isTopAgent(e.Name()) {
+			l.Files = append(l.Files, sf)
+		}
+	}
 }
 
 // Resolve finds one session by full id, unique id prefix, or transcript path.
 func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) {
 	if strings.HasSuffix(query, ".jsonl") || strings.ContainsRune(query, os.PathSeparator) {
-		fi, err := os.Stat(query)
-		if err != nil {
+		if _, err := os.Lstat(query); err != nil {
 			return SessionFile{}, fmt.Errorf("open session %s: %w", query, err)
 		}
-		if !fi.Mode().IsRegular() {
-			return SessionFile{}, fmt.Errorf("session %s is not a file", query)
+		if _, err := checkRegular(query); err != nil {
+			return SessionFile{}, err
 		}
 		abs, _ := filepath.Abs(query)
 		return SessionFile{
@@ -217,12 +364,13 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 			ProjectDir: filepath.Base(filepath.Dir(abs)),
 		}, nil
 	}
-	all, err := ListSessions(ctx, configDir)
+	l, err := List(ctx, configDir)
 	if err != nil {
 		return SessionFile{}, err
 	}
 	var matches []SessionFile
-	for _, s := range all {
+	var bad []BadFile
+	for _, s := range l.Files {
 		if s.ID == query {
 			return s, nil
 		}
@@ -230,10 +378,18 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 			matches = append(matches, s)
 		}
 	}
-	switch len(matches) {
-	case 0:
+	for _, b := range l.Bad {
+		if strings.HasPrefix(b.ID, query) {
+			bad = append(bad, b)
+			matches = append(matches, b.SessionFile)
+		}
+	}
+	switch {
+	case len(matches) == 0:
 		return SessionFile{}, fmt.Errorf("session %q: %w", query, ErrNotFound)
-	case 1:
+	case len(matches) == 1 && len(bad) == 1:
+		return SessionFile{}, bad[0].Err
+	case len(matches) == 1:
 		return matches[0], nil
 	}
 	ids := make([]string, 0, len(matches))
@@ -246,7 +402,19 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 // FileCwd returns the first "cwd" recorded in a transcript, or "" when none is
 // found in its first lines.
 func FileCwd(path string) string {
-	f, err := os.Open(path)
+	return peekField(path, func(li *lineInfo) string { return li.cwd })
+}
+
+// FileSessionID returns the first "sessionId" recorded in a transcript, or
+// "" when none is found in its first lines.
+func FileSessionID(path string) string {
+	return peekField(path, func(li *lineInfo) string { return li.sessionID })
+}
+
+// peekField returns the first non-empty field of the first lines of a
+// transcript.
+func peekField(path string, field func(*lineInfo) string) string {
+	f, err := openFile(path)
 	if err != nil {
 		return ""
 	}
@@ -258,8 +426,8 @@ func FileCwd(path string) string {
 			return ""
 		}
 		var li lineInfo
-		if scanLine(line, &li, false) == nil && li.cwd != "" {
-			return li.cwd
+		if scanLine(line, &li, false) == nil && field(&li) != "" {
+			return field(&li)
 		}
 	}
 	return ""

@@ -137,7 +137,11 @@ func TestIsWorktreeOf(t *testing.T) {
 	if IsWorktreeOf(t.TempDir(), repo) || IsWorktreeOf(repo, repo) {
 		t.Error("unrelated directory or the repository itself counted as a worktree")
 	}
-	if !IsWorktreeOf(filepath.Join(repo, ".pneuma", "worktrees", "run1", "job"), repo) {
-		t.Error("removed pneuma worktree not recognised by its path")
+	roots := filepath.Join(repo, "wts")
+	if !IsWorktreeOf(filepath.Join(roots, "run1", "job"), repo, roots) {
+		t.Error("removed worktree under a caller's root not recognised by its path")
+	}
+	if IsWorktreeOf(filepath.Join(repo, "wts-other", "job"), repo, roots) || IsWorktreeOf(filepath.Join(roots, "run1", "job"), repo) {
+		t.Error("worktree root matched by prefix, or without being given")
 	}
 }

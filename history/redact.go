@@ -7,9 +7,12 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
-// redactJSON redacts every string inside a JSON value, keys included, and
-// returns it re-encoded. Invalid JSON is returned as a redacted JSON string.
-func redactJSON(raw json.RawMessage) json.RawMessage {
+// cleanJSON applies clean to every string inside a JSON value, keys
+// included, and returns it re-encoded; with redact set, the string value of
+// a secret-named key that looks like a secret is hidden whole (on its own it
+// looks like any other string). Invalid JSON is returned as a cleaned JSON
+// string.
+func cleanJSON(raw json.RawMessage, clean func(string) string, redactOn bool) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
@@ -17,44 +20,50 @@ func redactJSON(raw json.RawMessage) json.RawMessage {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		out, _ := json.Marshal(redact.String(string(raw)))
+		out, _ := json.Marshal(clean(string(raw)))
 		return out
 	}
-	out, err := marshalNoEscape(redactValue(v))
+	out, err := marshalNoEscape(cleanValue(v, clean, redactOn))
 	if err != nil {
 		return nil
 	}
 	return out
 }
 
-func redactValue(v any) any {
+// redactJSON is cleanJSON with redaction and control stripping.
+func redactJSON(raw json.RawMessage) json.RawMessage {
+	return cleanJSON(raw, cleanText(true), true)
+}
+
+func cleanValue(v any, clean func(string) string, redactOn bool) any {
 	switch x := v.(type) {
 	case string:
-		return redact.String(x)
+		return clean(x)
 	case []any:
 		for i := range x {
-			x[i] = redactValue(x[i])
+			x[i] = cleanValue(x[i], clean, redactOn)
 		}
 		return x
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
-			if _, ok := val.(string); ok && secretKey(k) {
+			if s, ok := val.(string); ok && redactOn && redact.IsSecretValue(k, s) {
 				val = redact.Marker
 			}
-			out[redact.String(k)] = redactValue(val)
+			out[clean(k)] = cleanValue(val, clean, redactOn)
 		}
 		return out
 	}
 	return v
 }
 
-// secretKey reports whether a JSON key names a secret ("api_key",
-// "password"). Its string value is hidden whole: redacted on its own, apart
-// from its key, it looks like any other string.
-func secretKey(k string) bool {
-	pair := `{"` + k + `": "x"}`
-	return redact.String(pair) != pair
+// cleanText returns what exports apply to every text: terminal control
+// sequences stripped, then secrets redacted unless redactOn is false.
+func cleanText(redactOn bool) func(string) string {
+	if !redactOn {
+		return stripControls
+	}
+	return func(s string) string { return redact.Secrets(stripControls(s)) }
 }
 
 // marshalNoEscape encodes v without HTML escaping and without a trailing newline.

@@ -6,8 +6,6 @@ import (
 	"html"
 	"io"
 	"strings"
-
-	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // htmlStyle keeps the page self-contained: no scripts, fonts or images from
@@ -32,6 +30,12 @@ summary{cursor:pointer;color:var(--mute);font-size:.9rem}
 .tool{font-family:ui-monospace,monospace;font-size:.9rem}
 .sub{border-left:3px solid var(--line);padding-left:.7rem;margin:.5rem 0 .5rem .3rem}
 .sys{color:var(--mute);font-style:italic;text-align:center;margin:1rem 0}
+details.sys{text-align:left}
+.title{font-weight:600}
+.md pre code{background:none;padding:0}
+code{background:var(--code);padding:0 .2rem;border-radius:4px;font-size:.9em}
+.md p,.md ul,.md ol{margin:.4rem 0}
+.url{color:var(--mute)}
 footer{border-top:1px solid var(--line);margin-top:1.5rem;color:var(--mute);font-size:.9rem}
 `
 
@@ -101,6 +105,11 @@ func (h *htmlRenderer) record(r *Record, depth int) error {
 	if skipInProse(r) {
 		return nil
 	}
+	if r.Unknown {
+		h.closeBox()
+		h.printf("<details class=\"sys\"><summary>Entry of unknown type %s %s</summary><pre>%s</pre></details>\n", esc(r.Type), clock(r), esc(fold(string(r.Raw), h.fold)))
+		return h.err
+	}
 	switch r.Type {
 	case "system":
 		h.closeBox()
@@ -110,7 +119,16 @@ func (h *htmlRenderer) record(r *Record, depth int) error {
 		} else if r.Subtype != "" {
 			label += ": " + r.Subtype
 		}
+		if t := strings.TrimSpace(r.Blocks[0].Text); t != "" && r.Subtype != "compact_boundary" {
+			// Hook output, local command output, model fallbacks: folded.
+			h.printf("<details class=\"sys\"><summary>%s %s</summary><pre>%s</pre></details>\n", esc(label), clock(r), esc(fold(t, h.fold)))
+			return h.err
+		}
 		h.printf("<p class=\"sys\">%s %s</p>\n", esc(label), clock(r))
+		return h.err
+	case "summary":
+		h.closeBox()
+		h.printf("<div class=\"msg title\"><div class=\"meta\">Session title</div>%s</div>\n", esc(strings.TrimSpace(r.Title)))
 		return h.err
 	case "user":
 		if !onlyToolResults(r) || !h.open {
@@ -133,6 +151,10 @@ func (h *htmlRenderer) record(r *Record, depth int) error {
 		}
 	}
 	for _, b := range r.Blocks {
+		if b.Type == "text" && r.Type == "assistant" {
+			h.printf("<div class=\"md\">%s</div>\n", markdownHTML(strings.TrimSpace(b.Text)))
+			continue
+		}
 		h.block(b, r.CompactSummary)
 	}
 	return h.err
@@ -152,13 +174,13 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 	switch b.Type {
 	case "text":
 		if compact {
-			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc(redact.String(fold(b.Text, h.fold))))
+			h.printf("<details><summary>Summary</summary><div class=\"text\">%s</div></details>\n", esc((fold(b.Text, h.fold))))
 			return
 		}
-		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace(redact.String(b.Text))))
+		h.printf("<div class=\"text\">%s</div>\n", esc(strings.TrimSpace((b.Text))))
 	case "thinking":
 		if strings.TrimSpace(b.Text) != "" {
-			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc(redact.String(fold(b.Text, h.fold))))
+			h.printf("<details><summary>Thinking</summary><div class=\"text\">%s</div></details>\n", esc((fold(b.Text, h.fold))))
 		}
 	case "tool_use", "server_tool_use":
 		v := viewToolUse(b.Name, b.Input, h.fold)
@@ -177,7 +199,9 @@ func (h *htmlRenderer) block(b RBlock, compact bool) {
 			class = " class=\"err\""
 		}
 		lines := strings.Count(b.Text, "\n") + 1
-		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc(redact.String(fold(b.Text, h.fold))))
+		h.printf("<details%s><summary>%s · %s</summary><pre>%s</pre></details>\n", class, esc(label), plural(lines, "line"), esc((fold(b.Text, h.fold))))
+	case Unreadable:
+		h.printf("<details class=\"err\"><summary>Unreadable part (unexpected shape)</summary><pre>%s</pre></details>\n", esc(fold(b.Text, h.fold)))
 	default:
 		h.printf("<div class=\"meta\">[%s]</div>\n", esc(b.Type))
 	}
@@ -189,7 +213,7 @@ func (h *htmlRenderer) beginSub(r *Record, depth int) error {
 		label += " " + r.AgentType
 	}
 	if r.Description != "" {
-		label += ": " + redact.String(r.Description)
+		label += ": " + (r.Description)
 	}
 	// The subagent nests inside the box of the call that started it.
 	h.printf("<details class=\"sub\"><summary>%s</summary>\n", esc(label))

@@ -56,7 +56,7 @@ func (j *jsonRenderer) begin(h Header) error {
 }
 
 func (j *jsonRenderer) record(r *Record, depth int) error {
-	b, err := marshalNoEscape(r.redacted())
+	b, err := marshalNoEscape(r)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (j *jsonRenderer) record(r *Record, depth int) error {
 
 func (j *jsonRenderer) beginSub(r *Record, depth int) error {
 	j.sep(depth)
-	j.open(r.redacted())
+	j.open(r)
 	j.write(`,"entries":[`)
 	j.first = append(j.first, true)
 	return j.err

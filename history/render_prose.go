@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/pneuma-cli/pneuma/internal/redact"
 )
 
 // maxFoldLines is how many lines of a tool input or result a folded export keeps.
@@ -56,8 +54,8 @@ type toolView struct {
 // JSON), folded to n characters and redacted.
 func viewToolUse(name string, input json.RawMessage, n int) toolView {
 	v := rawToolView(name, input)
-	v.title = redact.String(fold(v.title, 200))
-	v.body = redact.String(fold(v.body, n))
+	v.title = (fold(v.title, 200))
+	v.body = (fold(v.body, n))
 	return v
 }
 
@@ -292,6 +290,17 @@ func (p *prose) record(r *Record, depth int) error {
 		return nil
 	}
 	p.setDepth(depth)
+	switch {
+	case r.Type == "summary":
+		p.heading(depth, "Session title")
+		p.printf("%s\n\n", strings.TrimSpace(r.Title))
+		return p.err
+	case r.Unknown:
+		p.heading(depth, "Entry of unknown type "+strings.ReplaceAll(r.Type, "`", "'"), clock(r))
+		p.code(fold(string(r.Raw), p.fold), "json")
+		p.printf("\n")
+		return p.err
+	}
 	switch r.Type {
 	case "system":
 		title := "System"
@@ -302,7 +311,7 @@ func (p *prose) record(r *Record, depth int) error {
 		}
 		p.heading(depth, title, clock(r))
 		if t := r.Blocks[0].Text; t != "" && r.Subtype != "compact_boundary" {
-			p.printf("%s\n\n", redact.String(fold(t, p.fold)))
+			p.printf("%s\n\n", (fold(t, p.fold)))
 		}
 		return p.err
 	case "user":
@@ -344,15 +353,15 @@ func (p *prose) block(b RBlock, compact bool) {
 		if compact {
 			t = fold(t, p.fold)
 		}
-		p.printf("%s\n\n", strings.TrimSpace(redact.String(t)))
+		p.printf("%s\n\n", strings.TrimSpace((t)))
 	case "thinking":
 		if strings.TrimSpace(b.Text) == "" {
 			return
 		}
 		if p.md {
-			p.printf("*Thinking:* %s\n\n", strings.ReplaceAll(strings.TrimSpace(redact.String(fold(b.Text, p.fold))), "\n", " "))
+			p.printf("*Thinking:* %s\n\n", strings.ReplaceAll(strings.TrimSpace((fold(b.Text, p.fold))), "\n", " "))
 		} else {
-			p.printf("(thinking) %s\n\n", strings.TrimSpace(redact.String(fold(b.Text, p.fold))))
+			p.printf("(thinking) %s\n\n", strings.TrimSpace((fold(b.Text, p.fold))))
 		}
 	case "tool_use", "server_tool_use":
 		v := viewToolUse(b.Name, b.Input, p.fold)
@@ -382,11 +391,19 @@ func (p *prose) block(b RBlock, compact bool) {
 		} else {
 			p.printf("<- %s\n", label)
 		}
-		body := strings.TrimRight(redact.String(fold(b.Text, p.fold)), "\n")
+		body := strings.TrimRight((fold(b.Text, p.fold)), "\n")
 		if body == "" {
 			body = "(empty)"
 		}
 		p.code(body, "")
+		p.printf("\n")
+	case Unreadable:
+		if p.md {
+			p.printf("*Unreadable part (unexpected shape), as written:*\n")
+		} else {
+			p.printf("<- unreadable part (unexpected shape), as written:\n")
+		}
+		p.code(fold(b.Text, p.fold), "json")
 		p.printf("\n")
 	default:
 		p.printf("[%s]\n\n", b.Type)
@@ -399,7 +416,7 @@ func (p *prose) beginSub(r *Record, depth int) error {
 	if r.AgentType != "" {
 		title += " " + r.AgentType
 	}
-	p.heading(depth, title, redact.String(r.Description), r.AgentID)
+	p.heading(depth, title, (r.Description), r.AgentID)
 	return p.err
 }
 
@@ -449,6 +466,9 @@ func statsLine(s ReadStats) string {
 	}
 	if s.Torn > 0 {
 		parts = append(parts, plural(s.Torn, "incomplete last line"))
+	}
+	if s.Repaired > 0 {
+		parts = append(parts, plural(s.Repaired, "line")+" of unexpected shape (kept, parts shown as unreadable)")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -18,6 +18,7 @@ type lineInfo struct {
 	typ, timestamp, sessionID, cwd, requestID  string
 	uuid, promptSource                         string
 	isSidechain, isAPIError, isMeta, isCompact bool
+	parentNull                                 bool // "parentUuid":null
 	msgID, model, role                         string
 	usage                                      []byte // raw message.usage object
 	content                                    []byte // raw message.content (only when asked)
@@ -50,6 +51,8 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 			li.uuid = strValue(v)
 		case "promptSource":
 			li.promptSource = strValue(v)
+		case "parentUuid":
+			li.parentNull = bytes.Equal(v, litNull)
 		case "isSidechain":
 			li.isSidechain = bytes.Equal(v, litTrue)
 		case "isApiErrorMessage":
@@ -95,7 +98,68 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 	return nil
 }
 
-var litTrue = []byte("true")
+// parseUsage reads a raw message.usage object into u without encoding/json
+// (it runs once per assistant line). Counts may be spelled as floats.
+func parseUsage(b []byte, u *Usage) error {
+	*u = Usage{}
+	if len(b) == 0 || b[0] != '{' {
+		return errSyntax
+	}
+	_, err := scanObject(b, 0, func(k []byte, vs, ve int) error {
+		v := b[vs:ve]
+		switch string(k) {
+		case "input_tokens":
+			u.InputTokens = countOf(v)
+		case "output_tokens":
+			u.OutputTokens = countOf(v)
+		case "cache_creation_input_tokens":
+			u.CacheCreationInputTokens = countOf(v)
+		case "cache_read_input_tokens":
+			u.CacheReadInputTokens = countOf(v)
+		case "cache_creation":
+			if len(v) == 0 || v[0] != '{' {
+				return nil
+			}
+			_, err := scanObject(b, vs, func(k []byte, s, e int) error {
+				switch string(k) {
+				case "ephemeral_5m_input_tokens":
+					u.CacheCreation.Ephemeral5m = countOf(b[s:e])
+				case "ephemeral_1h_input_tokens":
+					u.CacheCreation.Ephemeral1h = countOf(b[s:e])
+				}
+				return nil
+			})
+			return err
+		}
+		return nil
+	})
+	return err
+}
+
+// countOf reads a raw JSON number as a token count (see count).
+func countOf(v []byte) int64 {
+	var n int64
+	for i, c := range v {
+		if c < '0' || c > '9' || i > 17 {
+			return count(json.Number(strValueOrRaw(v)))
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// strValueOrRaw returns a quoted value's content, or the raw bytes.
+func strValueOrRaw(v []byte) string {
+	if len(v) > 0 && v[0] == '"' {
+		return strValue(v)
+	}
+	return string(v)
+}
+
+var (
+	litTrue = []byte("true")
+	litNull = []byte("null")
+)
 
 // strValue returns the string a raw JSON string value holds, or "" for any
 // other value.
@@ -198,8 +262,8 @@ func skipValue(b []byte, i int) (int, error) {
 	case '"':
 		return skipString(b, i)
 	case '{', '[':
-		var stack [64]byte
-		depth := 0
+		var buf [64]byte
+		stack := buf[:0] // grows past 64 levels (valid JSON has no limit)
 		for i < len(b) {
 			c := b[i]
 			switch c {
@@ -211,17 +275,14 @@ func skipValue(b []byte, i int) (int, error) {
 				i = e
 				continue
 			case '{', '[':
-				if depth == len(stack) {
-					return 0, errSyntax
-				}
-				stack[depth] = c
-				depth++
+				stack = append(stack, c)
 			case '}', ']':
+				depth := len(stack)
 				if depth == 0 || (c == '}') != (stack[depth-1] == '{') {
 					return 0, errSyntax
 				}
-				depth--
-				if depth == 0 {
+				stack = stack[:depth-1]
+				if depth == 1 {
 					return i + 1, nil
 				}
 			}

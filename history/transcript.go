@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 )
 
 // Transcript is a whole session in memory: its entries in file order and its
@@ -49,7 +48,7 @@ func ReadTranscript(ctx context.Context, path string) (*Transcript, error) {
 }
 
 func readEntries(ctx context.Context, path string) ([]*Entry, ReadStats, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, ReadStats{}, fmt.Errorf("open transcript: %w", err)
 	}

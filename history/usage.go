@@ -3,11 +3,14 @@ package history
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,6 +33,45 @@ type Usage struct {
 		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
 		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+}
+
+// UnmarshalJSON reads the counts as numbers of any spelling ("3.0", "3e2"
+// from tools that rewrite transcripts) instead of rejecting the line;
+// fractions are rounded.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		InputTokens              json.Number `json:"input_tokens"`
+		OutputTokens             json.Number `json:"output_tokens"`
+		CacheCreationInputTokens json.Number `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     json.Number `json:"cache_read_input_tokens"`
+		CacheCreation            *struct {
+			Ephemeral5m json.Number `json:"ephemeral_5m_input_tokens"`
+			Ephemeral1h json.Number `json:"ephemeral_1h_input_tokens"`
+		} `json:"cache_creation"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*u = Usage{
+		InputTokens: count(raw.InputTokens), OutputTokens: count(raw.OutputTokens),
+		CacheCreationInputTokens: count(raw.CacheCreationInputTokens), CacheReadInputTokens: count(raw.CacheReadInputTokens),
+	}
+	if cc := raw.CacheCreation; cc != nil {
+		u.CacheCreation.Ephemeral5m, u.CacheCreation.Ephemeral1h = count(cc.Ephemeral5m), count(cc.Ephemeral1h)
+	}
+	return nil
+}
+
+// count reads a token count; what is not a non-negative number counts 0.
+func count(n json.Number) int64 {
+	if i, err := n.Int64(); err == nil {
+		return max(i, 0)
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > math.MaxInt64/2 {
+		return 0
+	}
+	return int64(math.Round(f))
 }
 
 // cacheWrites splits cache writes into 5-minute and 1-hour writes. Without a
@@ -112,6 +154,8 @@ type fileScan struct {
 	last      time.Time // last timestamp
 	calls     []call
 	stats     ReadStats
+	err       error // why the file could not be read (wholly or to its end)
+	fromIndex bool  // filled from the index, not read
 
 	// Summary fields, filled when the scan asks for them.
 	firstPrompt string
@@ -119,25 +163,22 @@ type fileScan struct {
 	compacted   int
 	interrupted int
 	apiErrors   int
+	// inlineAgents counts CLI 1.0.x sidechains kept in the main file (their
+	// first user line has isSidechain and no parent).
+	inlineAgents int
 }
 
-var (
-	seed1 = maphash.MakeSeed()
-	seed2 = maphash.MakeSeed()
-)
-
+// callKey identifies an API response by its message id and request id:
+// 128-bit FNV-1a over both, the same in every process (the index of
+// per-file summaries stores keys).
 func callKey(msgID, reqID string) [2]uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed1)
-	h.WriteString(msgID)
-	h.WriteByte(0)
-	h.WriteString(reqID)
-	a := h.Sum64()
-	h.SetSeed(seed2)
-	h.WriteString(msgID)
-	h.WriteByte(0)
-	h.WriteString(reqID)
-	return [2]uint64{a, h.Sum64()}
+	h := fnv.New128a()
+	h.Write([]byte(msgID))
+	h.Write([]byte{0})
+	h.Write([]byte(reqID))
+	var sum [16]byte
+	h.Sum(sum[:0])
+	return [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}
 }
 
 var (
@@ -161,13 +202,13 @@ func newScanner(summary bool) *scanner {
 // scanFile reads one transcript and collects its API calls (deduplicated
 // within the file) and, in summary mode, its prompts and timestamps.
 func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
-	f, err := os.Open(fs.path)
+	f, err := openFile(fs.path)
 	if err != nil {
 		return fmt.Errorf("open transcript: %w", err)
 	}
 	defer f.Close()
 	s.lr.Reset(f)
-	seen := make(map[[2]uint64]struct{})
+	seen := make(map[[2]uint64]int) // call key → index in fs.calls
 	models := make(map[string]string)
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
@@ -221,36 +262,47 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if s.summary {
 			s.summarize(fs, li, line)
 		}
-		if li.typ != "assistant" || li.usage == nil {
-			continue
+		if li.typ == "assistant" && li.usage != nil {
+			s.addCall(fs, li, ts, seen, models)
 		}
-		if li.isAPIError || li.model == "<synthetic>" {
-			fs.apiErrors++
-			continue
-		}
-		key := callKey(li.msgID, li.requestID)
-		if li.msgID == "" && li.requestID == "" {
-			key = callKey(li.uuid, "uuid")
-		}
-		if _, dup := seen[key]; dup {
-			continue
-		}
-		seen[key] = struct{}{}
-		c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
-		if err := json.Unmarshal(li.usage, &c.usage); err != nil {
-			fs.stats.Malformed++
-			continue
-		}
-		m, ok := models[li.model]
-		if !ok {
-			m = li.model
-			models[m] = m
-		}
-		c.model = m
-		fs.calls = append(fs.calls, c)
 	}
 	fs.stats.Add(s.lr.Stats)
 	return nil
+}
+
+// addCall records the API response of an assistant line, once per
+// (message id, request id) within the file.
+func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]uint64]int, models map[string]string) {
+	if li.isAPIError || li.model == "<synthetic>" {
+		fs.apiErrors++
+		return
+	}
+	key := callKey(li.msgID, li.requestID)
+	if li.msgID == "" && li.requestID == "" {
+		key = callKey(li.uuid, "uuid")
+	}
+	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
+	if err := parseUsage(li.usage, &c.usage); err != nil {
+		fs.stats.Malformed++
+		return
+	}
+	if i, dup := seen[key]; dup {
+		// Older CLIs write the running count of message_start on the
+		// earlier lines of a response and the final count on its last
+		// line: keep the largest (input and cache counts are equal).
+		if c.usage.OutputTokens > fs.calls[i].usage.OutputTokens {
+			fs.calls[i].usage = c.usage
+		}
+		return
+	}
+	seen[key] = len(fs.calls)
+	m, ok := models[li.model]
+	if !ok {
+		m = li.model
+		models[m] = m
+	}
+	c.model = m
+	fs.calls = append(fs.calls, c)
 }
 
 func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
@@ -260,6 +312,9 @@ func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
 			fs.compacted++
 		}
 	case "user":
+		if li.isSidechain && li.parentNull && !fs.agent {
+			fs.inlineAgents++
+		}
 		if li.isSidechain || li.isMeta || li.isCompact {
 			return
 		}
@@ -271,7 +326,7 @@ func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
 		if !isPrompt && bytes.Contains(li.content, interruptKey) {
 			fs.interrupted++
 		}
-		if !isPrompt || strings.HasPrefix(text, "<local-command-") {
+		if !isPrompt || commandEcho(text) {
 			return
 		}
 		fs.prompts++
@@ -289,7 +344,8 @@ func promptText(content []byte) (string, bool) {
 	}
 	switch content[0] {
 	case '"':
-		return strValue(content), true
+		t := promptContent(strValue(content))
+		return t, t != ""
 	case '[':
 	default:
 		return "", false
@@ -326,7 +382,7 @@ func promptText(content []byte) (string, bool) {
 			isPrompt = false
 		case "text":
 			if text == "" {
-				text = t
+				text = promptContent(t)
 			}
 		}
 		i = end
@@ -334,21 +390,46 @@ func promptText(content []byte) (string, bool) {
 	return text, isPrompt && text != ""
 }
 
-// sessionOf returns the session a transcript path belongs to and whether it
-// is a subagent file (<sid>/subagents/agent-*.jsonl).
-func sessionOf(path string) (sid string, agent bool) {
-	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "subagents" {
-		return filepath.Base(filepath.Dir(dir)), true
+// contextTags wrap what the CLI or an IDE adds to a prompt, not what the
+// person typed.
+var contextTags = []string{"ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder"}
+
+// promptContent strips leading IDE context and reminders from a prompt.
+func promptContent(t string) string {
+	for {
+		t = strings.TrimSpace(t)
+		stripped := false
+		for _, tag := range contextTags {
+			if strings.HasPrefix(t, "<"+tag+">") {
+				if i := strings.Index(t, "</"+tag+">"); i >= 0 {
+					t, stripped = t[i+len(tag)+3:], true
+				} else {
+					return ""
+				}
+			}
+		}
+		if !stripped {
+			return t
+		}
 	}
-	return strings.TrimSuffix(filepath.Base(path), ".jsonl"), false
+}
+
+// commandEcho reports whether a user line is the CLI's record of a slash
+// command or local command (/clear, /compact, their output), not a prompt.
+func commandEcho(t string) bool {
+	for _, p := range []string{"<command-name>", "<command-message>", "<local-command-", "<bash-input>", "<bash-stdout>", "Caveat: The messages below were generated"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // peekStart reads the beginning of a transcript for the first timestamp and
 // whether it starts like a --fork-session copy (a "mode" line), which is
 // enough to order files by who wrote a call first without reading them.
 func peekStart(path string) (start time.Time, forkLike bool) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -381,22 +462,29 @@ type scanTarget struct {
 	fs       *fileScan
 	start    time.Time
 	forkLike bool
+	info     fs.FileInfo // for the index; nil when the file cannot be read
+	cached   *indexEntry
 }
 
-// scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
-// result to merge in owner order: the file a call was first written to comes
-// first, so a fork, which copies its parent's lines with their timestamps
-// (and begins with a "mode" line), is merged after its parent. At most a few
-// results per worker wait for merging, so memory does not grow with the
-// number of files.
-func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge func(*fileScan)) error {
+// orderTargets puts files in owner order (see scanOrdered), from the index
+// when it knows a file, else from the file's first bytes.
+func orderTargets(ctx context.Context, targets []*fileScan, summary bool, ix *index) ([]scanTarget, error) {
 	order := make([]scanTarget, len(targets))
-	for i, fs := range targets {
+	for i, f := range targets {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
-		start, fork := peekStart(fs.path)
-		order[i] = scanTarget{fs: fs, start: start, forkLike: fork}
+		t := scanTarget{fs: f}
+		if ix != nil {
+			t.info, _ = checkRegular(f.path)
+			t.cached = ix.lookup(f.path, t.info, summary)
+		}
+		if t.cached != nil {
+			t.start, t.forkLike = t.cached.PeekStart, t.cached.ForkLike
+		} else {
+			t.start, t.forkLike = peekStart(f.path)
+		}
+		order[i] = t
 	}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
@@ -412,6 +500,20 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge f
 		}
 		return a.fs.path < b.fs.path
 	})
+	return order, nil
+}
+
+// scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
+// result to merge in owner order: the file a call was first written to comes
+// first, so a fork, which copies its parent's lines with their timestamps
+// (and begins with a "mode" line), is merged after its parent. At most a few
+// results per worker wait for merging, so memory does not grow with the
+// number of files.
+func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
+	order, err := orderTargets(ctx, targets, summary, ix)
+	if err != nil {
+		return err
+	}
 	workers := runtime.GOMAXPROCS(0)
 	done := make([]chan *fileScan, len(order))
 	for i := range done {
@@ -424,9 +526,26 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, merge f
 		g.Go(func() error {
 			s := newScanner(summary)
 			for i := range jobs {
-				fs := order[i].fs
-				if err := s.scanFile(ctx, fs); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err // a file removed by the CLI's cleanup meanwhile is empty
+				t := &order[i]
+				fs := t.fs
+				if t.cached != nil {
+					t.cached.load(fs)
+					done[i] <- fs
+					continue
+				}
+				err := s.scanFile(ctx, fs)
+				if err == nil {
+					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					// A file removed by the CLI's cleanup meanwhile is
+					// empty; any other failure is the caller's warning.
+					if !errors.Is(err, os.ErrNotExist) {
+						fs.err = err
+					}
 				}
 				done[i] <- fs
 			}
@@ -472,17 +591,21 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 	if prices == nil {
 		prices = DefaultPrices()
 	}
-	if _, err := os.Stat(sessionFile); err != nil {
+	if _, err := checkRegular(sessionFile); err != nil {
 		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
 	var targets []*fileScan
-	for _, p := range append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...) {
-		sid, agent := sessionOf(p)
-		targets = append(targets, &fileScan{path: p, sessionID: sid, agent: agent})
+	sid := strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl")
+	for i, p := range append([]string{sessionFile}, SessionFile{Path: sessionFile}.Subagents()...) {
+		targets = append(targets, &fileScan{path: p, sessionID: sid, agent: i > 0})
 	}
 	var t Totals
 	seen := make(map[[2]uint64]struct{})
-	err := scanOrdered(ctx, targets, false, func(fs *fileScan) {
+	var mainErr error
+	err := scanOrdered(ctx, targets, false, nil, func(fs *fileScan) {
+		if fs.err != nil && !fs.agent {
+			mainErr = fs.err
+		}
 		for i := range fs.calls {
 			c := &fs.calls[i]
 			if _, dup := seen[c.key]; dup {
@@ -492,8 +615,11 @@ func TranscriptUsage(ctx context.Context, sessionFile string, prices *PriceTable
 			t.addCall(c, prices)
 		}
 	})
+	if err == nil {
+		err = mainErr
+	}
 	if err != nil {
-		return Totals{}, err
+		return Totals{}, fmt.Errorf("transcript usage: %w", err)
 	}
 	return t, nil
 }

@@ -59,6 +59,10 @@ type rule struct {
 	re   *regexp.Regexp
 	repl string
 	need string // every match contains this, when set
+	// check, when set, is what Secrets asks of a match: group 1 holds the
+	// name (or prefix), group 2 the value; the match is kept unless the
+	// value looks like a secret. String ignores it.
+	check func(name, value string) bool
 }
 
 // group is a set of rules sharing hints. The rules run on windows around
@@ -85,6 +89,12 @@ func mustRule(expr, repl string) rule { return rule{re: regexp.MustCompile(expr)
 // needs returns r, which only runs on text that contains need.
 func (r rule) needs(need string) rule {
 	r.need = need
+	return r
+}
+
+// checked returns r, which in Secrets replaces only values that pass check.
+func (r rule) checked(check func(name, value string) bool) rule {
+	r.check = check
 	return r
 }
 
@@ -119,12 +129,12 @@ var groups = []group{
 	// HTTP bearer credentials; a trailing dot ends a sentence, not the token.
 	{
 		hints: []hint{{"bearer", 0, true}},
-		rules: []rule{mustRule(`(\b`+ci("bearer")+`\s+)[A-Za-z0-9._~+/=-]{7,}[A-Za-z0-9_~+/=-]`, "${1}"+Marker)},
+		rules: []rule{mustRule(`(\b`+ci("bearer")+`\s+)([A-Za-z0-9._~+/=-]{7,}[A-Za-z0-9_~+/=-])`, "${1}"+Marker).checked(randomValue)},
 	},
 	// Passwords in URLs: scheme://user:password@host.
 	{
 		hints: []hint{{"://", 0, false}},
-		rules: []rule{mustRule(`(://[^/\s:@]+:)[^/\s@]+@`, "${1}"+Marker+"@")},
+		rules: []rule{mustRule(`(://[^/\s:@]+:)([^/\s@]+)@`, "${1}"+Marker+"@").checked(passwordValue)},
 	},
 	// Values of names that contain key, token, secret or password.
 	{
@@ -132,21 +142,21 @@ var groups = []group{
 		near:  nameWindow,
 		rules: []rule{
 			// "api_key": "value" in JSON.
-			mustRule(`("`+secretName+`"\s*:\s*)"(?:[^"\\]|\\.)*"`, `${1}"`+Marker+`"`).needs(`"`),
+			mustRule(`("`+secretName+`"\s*:\s*)("(?:[^"\\]|\\.)*")`, `${1}"`+Marker+`"`).needs(`"`).checked(namedValue),
 			// The same inside a JSON string: {\"api_key\": \"value\"}.
-			mustRule(`(\\"`+secretName+`\\"\s*:\s*)\\"(?:[^"\\]|\\[^"])*\\"`, `${1}\"`+Marker+`\"`).needs(`\"`),
+			mustRule(`(\\"`+secretName+`\\"\s*:\s*)(\\"(?:[^"\\]|\\[^"])*\\")`, `${1}\"`+Marker+`\"`).needs(`\"`).checked(namedValue),
 			// API_KEY=value, --token=value.
-			mustRule(`\b(`+secretName+`=)(?:\[REDACTED\]|"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'&;|,)}\]]+)`, "${1}"+Marker).needs("="),
+			mustRule(`\b(`+secretName+`=)(\[REDACTED\]|"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'&;|,)}\]]+)`, "${1}"+Marker).needs("=").checked(namedValue),
 			// API_KEY = value, DB_PASSWORD="p w": shell and dotenv
 			// assignments, spaces allowed around = when the name is
 			// unmistakable.
-			mustRule(`(\b[A-Za-z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD|`+ci("password")+`|`+ci("passwd")+`|`+ci("secret")+`)\s*=\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"'&;`+"`"+`]+)`, "${1}"+Marker).needs("="),
+			mustRule(`(\b[A-Za-z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD|`+ci("password")+`|`+ci("passwd")+`|`+ci("secret")+`)\s*=\s*)("[^"\n]*"|'[^'\n]*'|[^\s"'&;`+"`"+`]+)`, "${1}"+Marker).needs("=").checked(namedValue),
 			// api_key: value (YAML, HTTP headers). Only names that cannot
 			// be a plain word (api_key, X-Api-Key) or are exactly password,
 			// so that prose like "the secret: go" survives.
-			mustRule(`\b((?:[A-Za-z0-9.]*[_-]`+secretName+`|`+nameChars+secretWord+`[_-]`+nameChars+`|`+ci("password")+`|`+ci("passwd")+`):[ \t]*)(?:\[REDACTED\]|[^\s"',;)}\]]+)`, "${1}"+Marker).needs(":"),
+			mustRule(`\b((?:[A-Za-z0-9.]*[_-]`+secretName+`|`+nameChars+secretWord+`[_-]`+nameChars+`|`+ci("password")+`|`+ci("passwd")+`):[ \t]*)(\[REDACTED\]|[^\s"',;)}\]]+)`, "${1}"+Marker).needs(":").checked(namedValue),
 			// --token value.
-			mustRule(`(\s--?`+secretName+`[ \t]+)(?:\[REDACTED\]|[^\s\-"'][^\s"']*|"(?:[^"\\]|\\.)*"|'[^']*')`, "${1}"+Marker).needs("-"),
+			mustRule(`(\s--?`+secretName+`[ \t]+)(\[REDACTED\]|[^\s\-"'][^\s"']*|"(?:[^"\\]|\\.)*"|'[^']*')`, "${1}"+Marker).needs("-").checked(namedValue),
 		},
 	},
 }
@@ -163,13 +173,25 @@ const maxPasses = 8
 // token, secret or password (in any case). It errs on the side of hiding too
 // much. String is idempotent, and its output is never longer than its input
 // plus the markers it added.
-func String(s string) string {
+func String(s string) string { return run(s, false) }
+
+// Secrets replaces with Marker only what looks like a secret, so that
+// ordinary code (key=lambda x: x.name, STORAGE_KEY = 'todos',
+// primary_key: false) passes unchanged: tokens of known shapes (sk-ant-,
+// ghp_, github_pat_, AKIA, xoxb-…), PEM private key blocks, and values of
+// the names String looks at only when the value looks random (long, mixed,
+// high entropy; for passwords: not a word, a literal, a variable or an
+// expression). It is what exports use; String, which hides more, is what
+// reports and audit logs use. Secrets is idempotent too.
+func Secrets(s string) string { return run(s, true) }
+
+func run(s string, precise bool) string {
 	// A pass can expose a match for an earlier rule; repeat until stable so
 	// that String(String(s)) == String(s).
 	for range maxPasses {
 		prev := s
 		for i := range groups {
-			s = groups[i].apply(s)
+			s = groups[i].apply(s, precise)
 		}
 		if s == prev {
 			break
@@ -179,19 +201,19 @@ func String(s string) string {
 }
 
 // apply runs g's rules on the parts of s near its hints.
-func (g *group) apply(s string) string {
+func (g *group) apply(s string, precise bool) string {
 	if g.whole {
 		if !g.found(s) {
 			return s
 		}
-		return g.replace(s)
+		return g.replace(s, precise)
 	}
 	var b strings.Builder
 	last := 0 // s[:last] is written to b, or is unchanged when b is empty
 	start, end := -1, -1
 	flush := func() {
 		w := s[start:end]
-		r := g.replace(w)
+		r := g.replace(w, precise)
 		if r == w {
 			return
 		}
@@ -232,13 +254,43 @@ func (g *group) apply(s string) string {
 	return b.String()
 }
 
-func (g *group) replace(s string) string {
+func (g *group) replace(s string, precise bool) string {
 	for _, r := range g.rules {
-		if r.need == "" || strings.Contains(s, r.need) {
+		if r.need != "" && !strings.Contains(s, r.need) {
+			continue
+		}
+		if precise && r.check != nil {
+			s = r.replaceChecked(s)
+		} else {
 			s = r.re.ReplaceAllString(s, r.repl)
 		}
 	}
 	return s
+}
+
+// replaceChecked replaces the matches whose value passes r.check.
+func (r rule) replaceChecked(s string) string {
+	ms := r.re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b []byte
+	last := 0
+	for _, m := range ms {
+		if m[4] < 0 || !r.check(s[m[2]:m[3]], s[m[4]:m[5]]) {
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, len(s))
+		}
+		b = append(b, s[last:m[0]]...)
+		b = r.re.ExpandString(b, r.repl, s, m)
+		last = m[1]
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
 }
 
 // lineWindow is the part of s around the hint at s[i:j] that a group's

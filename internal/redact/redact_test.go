@@ -103,17 +103,29 @@ func FuzzRedact(f *testing.F) {
 				t.Fatalf("windows missed a match: %q -> %q, on the whole text %q", s, out, want)
 			}
 		}
+		sec := Secrets(s)
+		if again := Secrets(sec); again != sec {
+			t.Fatalf("Secrets not idempotent: %q -> %q -> %q", s, sec, again)
+		}
+		checkBound(t, s, sec)
+		if len(s) < maxBack {
+			if want := wholeTextMode(s, true); sec != want {
+				t.Fatalf("Secrets' windows missed a match: %q -> %q, on the whole text %q", s, sec, want)
+			}
+		}
 	})
 }
 
 // wholeText is String without hints and windows: every rule runs on the
 // whole text. On texts shorter than the window bounds it must agree with
 // String.
-func wholeText(s string) string {
+func wholeText(s string) string { return wholeTextMode(s, false) }
+
+func wholeTextMode(s string, precise bool) string {
 	for range maxPasses {
 		prev := s
 		for _, g := range groups {
-			s = g.replace(s)
+			s = g.replace(s, precise)
 		}
 		if s == prev {
 			break
