@@ -212,16 +212,6 @@ func limitMemory(io *IO) {
 	}
 }
 
-// shortLine cuts s to n runes on one line.
-func shortLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // createOutput opens -o FILE, or returns the command's stdout.
 func createOutput(io *IO, path string) (w goio.Writer, done func(ok bool) error, err error) {
 	if path == "" || path == "-" {

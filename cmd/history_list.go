@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 func newCmdHistoryList(io *IO, opts *historyOptions) *cobra.Command {
@@ -75,8 +76,8 @@ func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
 			cost += "*"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n",
-			s.ID[:min(n, len(s.ID))], shortLine(s.Project, 40), stamp(s.Started), stamp(s.LastActivity),
-			s.Prompts, s.APICalls, history.Thousands(s.Total()), cost, s.Subagents, shortLine(s.FirstPrompt, 60))
+			s.ID[:min(n, len(s.ID))], text.Shorten(s.Project, 40), stamp(s.Started), stamp(s.LastActivity),
+			s.Prompts, s.APICalls, history.Thousands(s.Total()), cost, s.Subagents, text.Shorten(s.FirstPrompt, 60))
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/internal/text"
 )
 
 type historyUsageOptions struct {
@@ -97,7 +98,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	for i, r := range rows {
 		keys[i] = r.Key()
 		if by == history.ByProject {
-			keys[i] = shortLine(keys[i], 50)
+			keys[i] = text.Shorten(keys[i], 50)
 		}
 		if billingFlags(r.Flags) {
 			keys[i] += " !"
