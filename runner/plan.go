@@ -3,6 +3,7 @@ package runner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -86,6 +87,7 @@ type Plan struct {
 	BudgetUSD   float64       `json:"budget_usd,omitempty"`
 	Stagger     time.Duration `json:"stagger"`
 	Shard       *report.Shard `json:"shard,omitempty"`
+	Limits      Limits        `json:"limits"`
 	Jobs        []*Job        `json:"jobs"`
 }
 
@@ -114,6 +116,14 @@ type Job struct {
 	Policy      *policy.Spec      `json:"policy,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
+	// FallbackModel is passed as --fallback-model (in Options.ExtraArgs)
+	// and named in the report.
+	FallbackModel string `json:"fallback_model,omitempty"`
+	// Expect lists what the job must show besides a success result.
+	Expect *ExpectSpec `json:"expect,omitempty"`
+	// OutputSchema is the JSON Schema its structured output must match
+	// (passed as --json-schema in Options.ExtraArgs).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
 	Binary string `json:"claude,omitempty"`
 }
