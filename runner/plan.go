@@ -66,6 +66,8 @@ type PlanOptions struct {
 	BudgetUSD float64
 	// Stagger overrides the file's start spacing when non-negative.
 	Stagger time.Duration
+	// FallbackModel is the fallback model of jobs that set none.
+	FallbackModel string
 	// Binary is the claude CLI the jobs run.
 	Binary string
 	// Getenv reads pneuma's environment (for the root/IS_SANDBOX check).

@@ -105,8 +105,9 @@ func overloadRetry(rt *claude.APIRetry) bool {
 
 // limitOptions plans a job's fallback model and output schema.
 func (pl *planner) limitOptions(j *Job, spec JobSpec) {
-	if spec.FallbackModel != "" {
-		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", spec.FallbackModel)
+	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
+	if j.FallbackModel != "" {
+		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)
 	}
 	if spec.OutputSchema == "" {
 		return
