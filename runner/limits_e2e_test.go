@@ -234,3 +234,25 @@ jobs:
 		t.Errorf("args %q", args)
 	}
 }
+
+func TestFallbackModelServes(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-FB"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		if strings.Contains(r.Model, "haiku") {
+			return fakeapi.Text("served by the fallback")
+		}
+		return fakeapi.Error(529, "overloaded_error", "Overloaded")
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: fb
+    prompt: TOKEN-FB go
+    fallback_model: claude-haiku-4-5
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded || j.FallbackModel != "claude-haiku-4-5" || !strings.Contains(j.Model, "haiku") {
+		t.Errorf("fb: %s/%s %s, model %q fallback %q", j.Status, j.Reason, j.Error, j.Model, j.FallbackModel)
+	}
+}
