@@ -22,6 +22,7 @@ const (
 	TypeControlResponse = "control_response"
 	TypeControlCancel   = "control_cancel_request"
 	TypeKeepAlive       = "keep_alive"
+	TypeRateLimit       = "rate_limit_event"
 
 	// TypeInvalid marks a line that is not a JSON object (including a torn
 	// last line at EOF). It never stops the stream.
@@ -53,12 +54,14 @@ type Event struct {
 	// Size is the line's length in bytes, without the newline.
 	Size int
 
-	Init    *Init           // system/init
-	Message *Message        // assistant and user
-	Result  *Result         // result
-	Retry   *APIRetry       // system/api_retry
-	Control *ControlRequest // control_request (CLI -> client)
-	Reply   *ControlReply   // control_response (CLI -> client)
+	Init    *Init     // system/init
+	Message *Message  // assistant and user
+	Result  *Result   // result
+	Retry   *APIRetry // system/api_retry
+	// RateLimit is the account's unified rate-limit state (rate_limit_event).
+	RateLimit *RateLimitInfo
+	Control   *ControlRequest // control_request (CLI -> client)
+	Reply     *ControlReply   // control_response (CLI -> client)
 	// CancelRequestID is the request_id named by a control_cancel_request.
 	CancelRequestID string
 	// Raw is the line itself, when Config.Raw asked for it.
@@ -77,6 +80,38 @@ type Init struct {
 	PermissionMode string   `json:"permissionMode"`
 	Version        string   `json:"claude_code_version"`
 	Tools          []string `json:"tools"`
+	// MCPServers are the session's MCP servers and how their start went.
+	MCPServers []MCPServer `json:"mcp_servers"`
+}
+
+// MCPServer is one entry of the init line's mcp_servers: Status is
+// "connected", "failed", "needs-auth" or "pending".
+type MCPServer struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// Rate-limit statuses of RateLimitInfo.
+const (
+	RateLimitAllowed  = "allowed"
+	RateLimitWarning  = "allowed_warning"
+	RateLimitRejected = "rejected"
+)
+
+// RateLimitInfo is a rate_limit_event's rate_limit_info, built by the CLI
+// from the API's anthropic-ratelimit-unified-* headers (subscription auth
+// only). Rejected means the usage limit is reached until ResetsAt.
+type RateLimitInfo struct {
+	Status string `json:"status"`
+	// ResetsAt is when the limit resets, in Unix seconds (0: unknown).
+	ResetsAt int64 `json:"resetsAt"`
+	// Type is the limit that applies: "five_hour", "seven_day", ...
+	Type string `json:"rateLimitType"`
+	// Utilization is the share of the limit used (0..1); nil when the CLI
+	// gave none (it omits it on rejection).
+	Utilization        *float64 `json:"utilization"`
+	IsUsingOverage     bool     `json:"isUsingOverage"`
+	SurpassedThreshold *float64 `json:"surpassedThreshold"`
 }
 
 // Usage is token usage as found in message.usage and result.usage.
@@ -120,6 +155,9 @@ type Result struct {
 	// those removed by --tools or --disallowed-tools).
 	PermissionDenials []PermissionDenial `json:"permission_denials"`
 	Errors            []string           `json:"errors"`
+	// StructuredOutput is the answer as JSON when the CLI ran with
+	// --json-schema; nil otherwise.
+	StructuredOutput json.RawMessage `json:"structured_output"`
 }
 
 // Message is an API message as carried by assistant and user lines. On
@@ -269,6 +307,12 @@ func Decode(line []byte) Event {
 		if h.Message != nil {
 			ev.Message, err = h.Message.message()
 		}
+	case h.Type == TypeRateLimit:
+		var v struct {
+			Info *RateLimitInfo `json:"rate_limit_info"`
+		}
+		err = json.Unmarshal(trimmed, &v)
+		ev.RateLimit = v.Info
 	case h.Type == TypeResult:
 		ev.Result = new(Result)
 		err = json.Unmarshal(trimmed, ev.Result)

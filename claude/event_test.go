@@ -37,7 +37,7 @@ func TestDecodeReferenceSamples(t *testing.T) {
 	}{
 		{"system/init", func(t *testing.T, ev Event) {
 			want := &Init{SessionID: "89ff5b7d-3125-48ae-91ba-b3028af7c709", Model: "claude-opus-4-8[1m]", Cwd: "/home/me/proj",
-				PermissionMode: "default", Version: "2.1.197", Tools: []string{"Task", "Bash", "CronCreate", "..."}}
+				PermissionMode: "default", Version: "2.1.197", Tools: []string{"Task", "Bash", "CronCreate", "..."}, MCPServers: []MCPServer{}}
 			if ev.Type != "system" || ev.Subtype != "init" || !reflect.DeepEqual(ev.Init, want) {
 				t.Errorf("got %+v / %+v", ev, ev.Init)
 			}

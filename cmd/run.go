@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdio "io"
 	"os"
 	"os/exec"
 	"strings"
@@ -46,6 +47,7 @@ type RunOptions struct {
 	Resume        string        `mapstructure:"resume"`
 	RerunFailed   string        `mapstructure:"rerun_failed"`
 	Config        string        `mapstructure:"config"`
+	FallbackModel string        `mapstructure:"fallback_model"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -117,6 +119,12 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest")
 	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
+	f.String("fallback-model", "", "model the CLI falls back to when the job's model is overloaded (for jobs without fallback_model)")
+	// -1 means "not given" for these two; help says what that means in
+	// words instead of printing the sentinel as "(default -1)".
+	for _, name := range []string{"stagger", "pool"} {
+		f.Lookup(name).DefValue = "0"
+	}
 	return cmd
 }
 
@@ -181,6 +189,9 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	github := io.Getenv("GITHUB_ACTIONS") == "true"
 	rep := newReporter(io, o, github)
+	if !o.JSON && !o.Quiet {
+		rep = limitLines{reporter: rep, w: io.ErrOut}
+	}
 	ropts := runner.Options{Git: git, Reporter: rep, Keep: keep, FailFast: o.FailFast,
 		Kill: killSignal(ctx), StopGrace: o.StopGrace, Pool: o.Pool}
 	var r *report.Report
@@ -225,7 +236,7 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 		bin = "claude" // a dry run shows the plan all the same
 	}
 	popts := runner.PlanOptions{Concurrency: o.Concurrency, Only: o.Only, Shard: shard, OutputDir: o.OutputDir,
-		BudgetUSD: o.BudgetUSD, Stagger: o.Stagger, Binary: bin, Getenv: io.Getenv, IsRoot: os.Geteuid() == 0, Git: git}
+		BudgetUSD: o.BudgetUSD, Stagger: o.Stagger, FallbackModel: o.FallbackModel, Binary: bin, Getenv: io.Getenv, IsRoot: os.Geteuid() == 0, Git: git}
 	var plan *runner.Plan
 	var prior *runner.Journal
 	switch {
@@ -399,4 +410,22 @@ func versionParts(v string) []int {
 		}
 	}
 	return parts
+}
+
+// limitLines prints the run's usage-limit and concurrency events as lines
+// for people ("usage limit reached; waiting until 14:00 (3h12m) to resume 7
+// jobs"), then passes every event on.
+type limitLines struct {
+	reporter
+	w stdio.Writer
+}
+
+func (l limitLines) Event(e runner.Event) {
+	switch {
+	case e.Message != "":
+		fmt.Fprintf(l.w, "pneuma: %s\n", e.Message)
+	case e.Type == runner.EventConcurrency:
+		fmt.Fprintf(l.w, "pneuma: concurrency now %d (%s)\n", e.Concurrency, e.Reason)
+	}
+	l.reporter.Event(e)
 }

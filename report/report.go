@@ -4,6 +4,7 @@
 package report
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/usage"
@@ -44,6 +45,22 @@ const (
 	ReasonPermission   = "permission_denied"
 	ReasonExecution    = "execution_error"
 	ReasonNotRun       = "not_run"
+	// ReasonUsageLimit: the account's usage limit was reached and pneuma
+	// could not wait for the reset (limits.wait off, or beyond max_wait), or
+	// its utilization passed limits.reserve_utilization before the job began.
+	ReasonUsageLimit = "usage_limit"
+	// ReasonNoChanges: expect: {changes: true} and the job changed no file.
+	ReasonNoChanges = "no_changes"
+	// ReasonAskedQuestion: expect: {no_questions: true} and the final answer
+	// asks the user something.
+	ReasonAskedQuestion = "asked_question"
+	// ReasonMCPFailed: expect: {mcp: true} and an MCP server failed to start.
+	ReasonMCPFailed = "mcp_failed"
+	// ReasonInvalidOutput: the structured output does not match output_schema.
+	ReasonInvalidOutput = "invalid_output"
+	// ReasonResumeFailed: the CLI rejected --resume (an attempt's reason;
+	// the job went on in a fresh session).
+	ReasonResumeFailed = "resume_failed"
 )
 
 // Report is the whole outcome of one run (or of merged shards).
@@ -60,6 +77,8 @@ type Report struct {
 	Jobs   []Job   `json:"jobs"`
 	// Warnings are problems that failed no job but need attention.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// RateLimit is the latest account rate-limit state any job saw.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Merged lists the reports Merge joined into this one, in input order;
 	// it is empty for the report of a single run.
 	Merged []MergedReport `json:"merged,omitempty"`
@@ -108,6 +127,14 @@ const (
 	// WarnWorktreeNotRemoved: a clean worktree could not be removed at the
 	// end of a run; `pneuma clean` removes it.
 	WarnWorktreeNotRemoved = "worktree_not_removed"
+	// WarnAskedQuestion: a successful job's final answer asks the user
+	// something, so it may have stopped short.
+	WarnAskedQuestion = "asked_question"
+	// WarnMCPFailed: an MCP server of the job failed or needs auth.
+	WarnMCPFailed = "mcp_failed"
+	// WarnPermissionDenied: tool calls were refused in a permission mode
+	// other than bypassPermissions.
+	WarnPermissionDenied = "permission_denied"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.
@@ -115,6 +142,17 @@ type Warning struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Path    string `json:"path,omitempty"`
+}
+
+// RateLimit is the account's unified rate-limit state as the CLI last
+// reported it (subscription auth only).
+type RateLimit struct {
+	// Status is allowed, allowed_warning or rejected.
+	Status   string    `json:"status"`
+	ResetsAt time.Time `json:"resets_at,omitzero"`
+	// Type is the limit that applies: five_hour, seven_day, ...
+	Type        string   `json:"type,omitempty"`
+	Utilization *float64 `json:"utilization,omitempty"`
 }
 
 // Usage is token usage as the Claude Code CLI reports it in a result.
@@ -178,6 +216,17 @@ type Job struct {
 	Audit string `json:"audit,omitempty"`
 	// Timings says where the job's time went.
 	Timings Timings `json:"timings,omitzero"`
+	// Warnings are findings that make a success suspect (asked_question,
+	// mcp_failed, permission_denied).
+	Warnings []Warning `json:"warnings,omitempty"`
+	// RateLimit is the latest rate-limit state the job's CLI reported.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// StructuredOutput is the job's answer as JSON when it has an
+	// output_schema (also in jobs/<job>/output.json).
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	// FallbackModel is the job's fallback_model, when it has one; Model
+	// then names the model that served the last answer.
+	FallbackModel string `json:"fallback_model,omitempty"`
 }
 
 // Timings breaks a job's duration down, in milliseconds.

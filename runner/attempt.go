@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -31,6 +32,9 @@ type attempt struct {
 	duration   time.Duration
 	waited     time.Duration // for a start slot (stagger)
 	cli        time.Duration // from spawning the CLI to its exit and drained stdout
+	rateLimit  *claude.RateLimitInfo
+	mcp        []claude.MCPServer
+	permMode   string // the permission mode the CLI reported
 }
 
 // attempt runs the CLI once in the job's workspace; resume continues an
@@ -57,10 +61,14 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	}
 
 	waitStart := time.Now()
-	if !r.reserveStart(ctx) {
+	if err := r.reserveStart(ctx); err != nil {
 		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
+		if errors.Is(err, errHeld) {
+			a.status, a.reason, a.err = report.StatusFailed, report.ReasonUsageLimit, heldError(r.plan.Limits).Error()
+		}
 		return a
 	}
+	defer r.gate.release()
 	a.waited = time.Since(waitStart)
 	cliStart := time.Now()
 	defer func() { a.cli = time.Since(cliStart) }()
@@ -96,7 +104,8 @@ func (r *run) capBudget(opts *claude.Options) bool {
 // turns, cost and usage as the CLI reported them.
 func (a *attempt) settle(d *driver, stopped string, waitErr error, stderr *tailFile) {
 	a.sessionID, a.turns, a.result, a.rounds = d.sessionID, d.turns, d.last, d.rounds
-	a.model = firstNonEmpty(d.model, a.model)
+	a.model = firstNonEmpty(d.served, d.model, a.model)
+	a.rateLimit, a.mcp, a.permMode = d.rateLimit, d.mcp, d.permMode
 	a.verdict = classify(d.outcome(a.exit, stopped))
 	for _, pd := range denials(d.last) {
 		d.audit.denial(pd.ToolUseID)

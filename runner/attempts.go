@@ -22,6 +22,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		res.CostUSD = prior.SpentUSD
 	}
 	var last attempt
+	holds := 0
 	for {
 		number++
 		if _, ok := r.budgetLeft(); !ok && number > 1 {
@@ -29,8 +30,24 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			break
 		}
 		last = r.attempt(ctx, job, rec, sessionID)
+		reset, limited := usageLimit(last.verdict, last.rateLimit, last.result)
+		if limited {
+			last.reason = report.ReasonUsageLimit
+		}
+		if overloadAnswer(last) {
+			r.gate.overloaded()
+		}
 		sessionID = firstNonEmpty(last.sessionID, sessionID)
+		res.RateLimit = cmpRateLimit(res.RateLimit, last.rateLimit)
 		r.account(job, res, number, sessionID, last)
+		if limited {
+			// The held job continues its session after the reset; the
+			// wait is no retry.
+			if holds++; holds <= maxHolds && r.holdForLimit(ctx, job, reset) {
+				continue
+			}
+			break
+		}
 		if !r.retryAfter(ctx, job, number, last) {
 			break
 		}
@@ -45,6 +62,8 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 	if last.result != nil {
 		res.Result = last.result.Result
 	}
+	res.FallbackModel = job.FallbackModel
+	r.judge(job, res, last)
 	return sessionID
 }
 

@@ -53,6 +53,8 @@ func classify(o outcome) verdict {
 		return verdict{report.StatusFailed, o.stopped, fmt.Sprintf("stopped after the job's timeout (%s)", o.timeout)}
 	case o.stopped == report.ReasonIdleTimeout:
 		return verdict{report.StatusFailed, o.stopped, fmt.Sprintf("stopped after no output for the job's idle_timeout (%s)", o.idleTimeout)}
+	case o.stopped == report.ReasonMCPFailed:
+		return verdict{report.StatusFailed, o.stopped, "an MCP server failed to start or needs auth, and expect: {mcp: true} is set"}
 	case o.stopped == report.ReasonInterrupted || o.stopped == report.ReasonFailFast:
 		return verdict{status: report.StatusInterrupted, reason: o.stopped}
 	case o.last == nil:

@@ -51,7 +51,10 @@ func (d *driver) loop(ctx context.Context) string {
 			if !v.running() {
 				t.resetIdle()
 			}
-			if act := d.handle(ev); !st.started() {
+			switch act := d.handle(ev); {
+			case act == actMCPFailed:
+				st.stop(ctx, report.ReasonMCPFailed) // before money is spent
+			case !st.started():
 				d.act(act, t, v)
 			}
 		case vr := <-v.c:
@@ -95,9 +98,10 @@ func (d *driver) act(a action, t *jobTimers, v *verifier) {
 type action int
 
 const (
-	actNone   action = iota
-	actFinal         // the session's last result is in: close stdin
-	actVerify        // the agent's turn is done: run the verify command
+	actNone      action = iota
+	actFinal            // the session's last result is in: close stdin
+	actVerify           // the agent's turn is done: run the verify command
+	actMCPFailed        // expect: {mcp: true} and an MCP server failed: stop now
 )
 
 // handle updates the driver with one event and says what the loop must do.
@@ -113,7 +117,14 @@ func (d *driver) handle(ev claude.Event) action {
 		// Record it now: if pneuma is killed, --resume continues it.
 		d.r.journal.update(d.job.Name, func(s *JobState) { s.SessionID = d.sessionID })
 		d.r.journal.touch()
+	case ev.RateLimit != nil:
+		d.r.noteRateLimit(d.job.Name, ev.RateLimit)
+	case ev.Init != nil && d.job.Expect != nil && d.job.Expect.MCP && len(failedMCP(ev.Init.MCPServers)) > 0:
+		return actMCPFailed
 	case ev.Retry != nil:
+		if overloadRetry(ev.Retry) {
+			d.r.gate.overloaded()
+		}
 		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt,
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/redact"
@@ -28,6 +29,15 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if _, ok := r.budgetLeft(); !ok {
 		return r.skipped(job, report.ReasonBudget)
 	}
+	if prior == nil || prior.State != StateRunning {
+		if err := r.admit(ctx); errors.Is(err, errHeld) {
+			res := r.skipped(job, report.ReasonUsageLimit)
+			res.Error = heldError(r.plan.Limits).Error()
+			return res
+		} else if err != nil {
+			return r.skipped(job, stopReason(ctx))
+		}
+	}
 
 	ws, err := r.prepareWorkspace(ctx, job, prior)
 	res.Timings.WorktreeMS = time.Since(start).Milliseconds()
@@ -52,6 +62,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if r.finishJob(ctx, job, &res, records, sessionID, ws.watch) {
 		ws.watch = nil // parked with the worktree, for the next job
 	}
+	expectChanges(job, &res)
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}

@@ -28,12 +28,13 @@ const FileVersion = 1
 type File struct {
 	// Path is where the file was read from.
 	Path        string
-	Version     int       `yaml:"version"`
-	Concurrency int       `yaml:"concurrency"`
-	BudgetUSD   float64   `yaml:"budget_usd"`
-	Stagger     Duration  `yaml:"stagger"`
-	Defaults    JobSpec   `yaml:"defaults"`
-	Jobs        []JobSpec `yaml:"jobs"`
+	Version     int        `yaml:"version"`
+	Concurrency int        `yaml:"concurrency"`
+	BudgetUSD   float64    `yaml:"budget_usd"`
+	Stagger     Duration   `yaml:"stagger"`
+	Limits      LimitsSpec `yaml:"limits"`
+	Defaults    JobSpec    `yaml:"defaults"`
+	Jobs        []JobSpec  `yaml:"jobs"`
 
 	// present records which keys of defaults were written, so that a job's
 	// own zero value ("commit: false") is told apart from an absent key.
@@ -69,6 +70,9 @@ type JobSpec struct {
 	Retries            int               `yaml:"retries"`
 	Verify             *VerifySpec       `yaml:"verify"`
 	Policy             *policy.Spec      `yaml:"policy"`
+	FallbackModel      string            `yaml:"fallback_model"`
+	Expect             *ExpectSpec       `yaml:"expect"`
+	OutputSchema       SchemaSpec        `yaml:"output_schema"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -181,6 +185,10 @@ func Decode(path string, data []byte) (*File, error) {
 			}
 		case "stagger":
 			d.scalar(v, &f.Stagger)
+		case "limits":
+			if d.scalar(v, &f.Limits) {
+				d.validateLimits(v, f.Limits)
+			}
 		case "defaults":
 			f.Defaults = d.job(v, true)
 			f.defaultsSet = f.Defaults.set
@@ -194,7 +202,7 @@ func Decode(path string, data []byte) (*File, error) {
 				f.Jobs = append(f.Jobs, d.job(item, false))
 			}
 		default:
-			d.errorf(k, "unknown field %q%s", key, suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "defaults", "jobs"}))
+			d.errorf(k, "unknown field %q%s", key, suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "defaults", "jobs"}))
 		}
 	})
 	if !versionSet {

@@ -81,6 +81,9 @@ func (d JobDir) Audit() string { return filepath.Join(string(d), "audit.jsonl") 
 // Patch is the diff of the job's branch against its base.
 func (d JobDir) Patch() string { return filepath.Join(string(d), "diff.patch") }
 
+// Output is where a job's validated structured output is written.
+func (d JobDir) Output() string { return filepath.Join(string(d), "output.json") }
+
 // Transcript is the directory holding the archived session transcript.
 func (d JobDir) Transcript() string { return filepath.Join(string(d), "transcript") }
 

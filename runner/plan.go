@@ -3,6 +3,7 @@ package runner
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -65,6 +66,8 @@ type PlanOptions struct {
 	BudgetUSD float64
 	// Stagger overrides the file's start spacing when non-negative.
 	Stagger time.Duration
+	// FallbackModel is the fallback model of jobs that set none.
+	FallbackModel string
 	// Binary is the claude CLI the jobs run.
 	Binary string
 	// Getenv reads pneuma's environment (for the root/IS_SANDBOX check).
@@ -86,6 +89,7 @@ type Plan struct {
 	BudgetUSD   float64       `json:"budget_usd,omitempty"`
 	Stagger     time.Duration `json:"stagger"`
 	Shard       *report.Shard `json:"shard,omitempty"`
+	Limits      Limits        `json:"limits"`
 	Jobs        []*Job        `json:"jobs"`
 }
 
@@ -114,6 +118,14 @@ type Job struct {
 	Policy      *policy.Spec      `json:"policy,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
+	// FallbackModel is passed as --fallback-model (in Options.ExtraArgs)
+	// and named in the report.
+	FallbackModel string `json:"fallback_model,omitempty"`
+	// Expect lists what the job must show besides a success result.
+	Expect *ExpectSpec `json:"expect,omitempty"`
+	// OutputSchema is the JSON Schema its structured output must match
+	// (passed as --json-schema in Options.ExtraArgs).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
 	Binary string `json:"claude,omitempty"`
 }

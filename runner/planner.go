@@ -81,7 +81,7 @@ func newPlanner(ctx context.Context, f *File, o PlanOptions) (*planner, error) {
 // the options' overrides, then defaults.
 func runSettings(f *File, o PlanOptions, jobsFile string) *Plan {
 	p := &Plan{RunID: o.RunID, JobsFile: jobsFile, Binary: o.Binary,
-		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std()}
+		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: f.Limits.limits()}
 	if p.RunID == "" {
 		p.RunID = NewRunID(time.Now())
 	}
@@ -167,6 +167,7 @@ func (pl *planner) planJob(position int, spec JobSpec) {
 		j.Dir = j.Repo
 	}
 	j.Options = cliOptions(spec, pl.fileDir)
+	pl.limitOptions(j, spec)
 	if j.Options.PermissionMode == "bypassPermissions" && pl.o.IsRoot && pl.o.Getenv("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
 		pl.problem(spec.PosOf("permission_mode"), "permission_mode bypassPermissions as root: the Claude Code CLI refuses it and exits 1; set IS_SANDBOX=1 (in env: of the job, or in pneuma's environment) when running in a sandbox or container")
 	}
@@ -180,6 +181,7 @@ func jobBasics(position int, spec JobSpec) *Job {
 		UseWorktree: spec.Worktree == nil || *spec.Worktree, Commit: spec.Commit == nil || *spec.Commit,
 		Env: spec.Env, Timeout: spec.Timeout.Std(), IdleTimeout: spec.IdleTimeout.Std(),
 		Retries: spec.Retries, Verify: spec.Verify, Policy: spec.Policy,
+		FallbackModel: spec.FallbackModel, Expect: spec.Expect,
 	}
 	if j.Base == "" {
 		j.Base = "HEAD"

@@ -27,6 +27,15 @@ const (
 	EventJobRetry    = "job_retry"
 	EventJobFinished = "job_finished"
 	EventRunFinished = "run_finished"
+	// EventConcurrency: a storm of 429/529 answers lowered the number of
+	// CLIs that may run at once, or calm raised it again (Concurrency).
+	EventConcurrency = "concurrency_changed"
+	// EventUsageLimitWait: a usage limit stopped a job; the run waits until
+	// ResumeAt, then continues the held jobs (Message says so for people).
+	EventUsageLimitWait = "usage_limit_wait"
+	// EventUsageReserve: a job reported a utilization past
+	// limits.reserve_utilization; no new job starts.
+	EventUsageReserve = "usage_reserve"
 )
 
 // Event is one thing that happened during a run, for progress displays and
@@ -48,6 +57,12 @@ type Event struct {
 	// Branch and Worktree say where a started job works.
 	Branch   string `json:"branch,omitempty"`
 	Worktree string `json:"worktree,omitempty"`
+	// Concurrency is the new limit of a concurrency_changed event.
+	Concurrency int `json:"concurrency,omitempty"`
+	// ResumeAt is when a usage_limit_wait ends.
+	ResumeAt *time.Time `json:"resume_at,omitempty"`
+	// Message is a line for people (usage_limit_wait, usage_reserve).
+	Message string `json:"message,omitempty"`
 	// SpentUSD is the run's spend so far.
 	SpentUSD float64        `json:"spent_usd"`
 	Result   *report.Job    `json:"result,omitempty"`
@@ -94,6 +109,11 @@ type Options struct {
 	// concurrency. The spares a run finds there are reused first, and those
 	// beyond Pool are removed at its end.
 	Pool int
+	// StormWindow is the window in which three 429/529 answers halve the
+	// concurrency (default 30s); RecoverAfter is the calm after which it
+	// rises again by one (default 30s).
+	StormWindow  time.Duration
+	RecoverAfter time.Duration
 }
 
 func (o *Options) defaults() {
@@ -121,6 +141,12 @@ func (o *Options) defaults() {
 	if o.Git == nil {
 		o.Git = worktree.New()
 	}
+	if o.StormWindow <= 0 {
+		o.StormWindow = DefaultStormWindow
+	}
+	if o.RecoverAfter <= 0 {
+		o.RecoverAfter = DefaultRecoverAfter
+	}
 	if o.Prices == nil {
 		o.Prices = history.DefaultPrices()
 	}
@@ -146,6 +172,10 @@ type run struct {
 	parked map[string][]parkedTree
 	// warnings are the run's problems that failed no job.
 	warnings []report.Warning
+	// gate admits CLI starts (concurrency, usage-limit holds, reserve).
+	gate *gate
+	// rateLimit is the latest rate-limit state any job reported.
+	rateLimit *claude.RateLimitInfo
 }
 
 // parkedTree is a finished job's clean worktree, waiting for the next job.
@@ -188,6 +218,9 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	if r.opts.Pool < 0 {
 		r.opts.Pool = p.Concurrency
 	}
+	r.gate = newGate(p.Concurrency, o.StormWindow, o.RecoverAfter, func(limit int, reason string) {
+		r.event(Event{Type: EventConcurrency, Concurrency: limit, Reason: reason})
+	})
 	r.loadPool()
 	for _, s := range j.Jobs {
 		if s.State == StateFinished && s.Result != nil {
@@ -241,7 +274,7 @@ func (r *run) schedule(ctx context.Context) []report.Job {
 func (r *run) conclude(ctx context.Context, results []report.Job) (*report.Report, error) {
 	p := r.plan
 	rep := &report.Report{Schema: report.Schema, RunID: p.RunID, StartedAt: r.journal.StartedAt, Shard: p.Shard,
-		Jobs: results, Warnings: r.warnings, FinishedAt: time.Now().UTC()}
+		Jobs: results, Warnings: r.warnings, FinishedAt: time.Now().UTC(), RateLimit: reportRateLimit(r.latestRateLimit())}
 	rep.Tally(ctx.Err() != nil)
 	if p.BudgetUSD > 0 {
 		rep.Budget = &report.Budget{CapUSD: p.BudgetUSD, SpentUSD: r.spentSoFar()}
@@ -402,9 +435,23 @@ func (r *run) removeTree(ctx context.Context, repo, dir string) {
 	})
 }
 
-// reserveStart spaces CLI starts by the plan's stagger and returns when this
+// reserveStart takes a start slot from the gate (the caller releases it
+// when the CLI has exited), then spaces CLI starts by the plan's stagger. It
+// returns errHeld when a usage limit stopped the run, or ctx's error.
+func (r *run) reserveStart(ctx context.Context) error {
+	if err := r.gate.acquire(ctx, false); err != nil {
+		return err
+	}
+	if !r.stagger(ctx) {
+		r.gate.release()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// stagger spaces CLI starts by the plan's stagger and returns when this
 // job may start, or false when ctx ended first.
-func (r *run) reserveStart(ctx context.Context) bool {
+func (r *run) stagger(ctx context.Context) bool {
 	if r.plan.Stagger <= 0 {
 		return ctx.Err() == nil
 	}

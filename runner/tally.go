@@ -18,6 +18,14 @@ type tally struct {
 	maxCost   float64
 	invalid   int
 	oversized int
+	// rateLimit is the latest rate-limit state the CLI reported.
+	rateLimit *claude.RateLimitInfo
+	// mcp are the MCP servers of the latest init line.
+	mcp []claude.MCPServer
+	// served is the model of the latest main-thread answer from the API.
+	served string
+	// permMode is the permission mode of the latest init line.
+	permMode string
 }
 
 // add takes one event. It reports whether the event was a result (and
@@ -34,6 +42,16 @@ func (t *tally) add(ev claude.Event) (result, newSession bool) {
 				t.sessionID, newSession = ev.Init.SessionID, true
 			}
 			t.model = firstNonEmpty(ev.Init.Model, t.model)
+			t.mcp, t.permMode = ev.Init.MCPServers, ev.Init.PermissionMode
+		}
+	case claude.TypeRateLimit:
+		if ev.RateLimit != nil {
+			t.rateLimit = ev.RateLimit
+		}
+	case claude.TypeAssistant:
+		// "<synthetic>" marks messages the CLI made up itself (API errors).
+		if m := ev.Message; m != nil && ev.ParentToolUseID == "" && m.Model != "" && m.Model != "<synthetic>" {
+			t.served = m.Model
 		}
 	case claude.TypeResult:
 		if ev.Result == nil {

@@ -1,0 +1,258 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// eventLog records a run's events.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []runner.Event
+}
+
+func (e *eventLog) Event(ev runner.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+func (e *eventLog) of(typ string) []runner.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []runner.Event
+	for _, ev := range e.evs {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (b *bed) runWith(p *runner.Plan, o runner.Options) *report.Report {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	o.Environ, o.StopGrace, o.RetryBackoff = b.env.Environ(), 500*time.Millisecond, 10*time.Millisecond
+	rep, err := runner.Run(ctx, p, o)
+	if err != nil {
+		b.t.Fatalf("run: %v", err)
+	}
+	validateReport(b.t, runner.RunReportPath(p))
+	return rep
+}
+
+// subscription makes the CLI use subscription auth, the only one under
+// which it honours the unified rate-limit headers.
+var subscription = []claudetest.EnvOption{claudetest.WithVar("ANTHROPIC_API_KEY", ""),
+	claudetest.WithVar("CLAUDE_CODE_OAUTH_TOKEN", "oauth-test-token"), claudetest.WithMaxRetries(0)}
+
+func TestUsageLimitWaitsThenHeldJobsContinue(t *testing.T) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	var mu sync.Mutex
+	limited, secondStart := false, time.Time{}
+	b.jobs["TOKEN-FIRST"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if !limited {
+			limited = true
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("first done").WithRateLimit(fakeapi.RateLimit{Status: "allowed", Utilization: 0.2, Reset: reset.Add(5 * time.Hour)})
+	}
+	b.jobs["TOKEN-SECOND"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if secondStart.IsZero() {
+			secondStart = time.Now()
+		}
+		return fakeapi.Text("second done")
+	}
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {wait: true, max_wait: 1m}
+jobs:
+  - name: first
+    prompt: TOKEN-FIRST go
+  - name: second
+    prompt: TOKEN-SECOND go
+`)
+	evs := &eventLog{}
+	rep := b.runWith(p, runner.Options{Reporter: evs})
+	first, second := jobByName(t, rep, "first"), jobByName(t, rep, "second")
+	if first.Status != report.StatusSucceeded || len(first.Attempts) != 2 || first.Attempts[0].Reason != report.ReasonUsageLimit {
+		t.Fatalf("first: %s/%s %s, attempts %+v", first.Status, first.Reason, first.Error, first.Attempts)
+	}
+	if first.Attempts[0].SessionID == "" || first.Attempts[1].SessionID != first.Attempts[0].SessionID {
+		t.Errorf("the held job did not continue its session: %+v", first.Attempts)
+	}
+	if second.Status != report.StatusSucceeded || secondStart.Before(reset) {
+		t.Errorf("second: %s, started %v before the reset %v", second.Status, secondStart, reset)
+	}
+	waits := evs.of(runner.EventUsageLimitWait)
+	if len(waits) != 1 || !strings.HasPrefix(waits[0].Message, "usage limit reached; waiting until ") ||
+		!strings.HasSuffix(waits[0].Message, "to resume 2 jobs") || waits[0].ResumeAt == nil || !waits[0].ResumeAt.Equal(reset) {
+		t.Errorf("wait events %+v", waits)
+	}
+	// The CLI passes utilization on only with allowed_warning and above.
+	if rl := first.RateLimit; rl == nil || rl.Status != "allowed" || rl.Type != "five_hour" || rl.ResetsAt.IsZero() {
+		t.Errorf("job rate_limit %+v", rl)
+	}
+	if rep.RateLimit == nil {
+		t.Errorf("run rate_limit missing")
+	}
+}
+
+func TestUsageLimitBeyondMaxWaitFailsAndHoldsTheRest(t *testing.T) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(2 * time.Hour)
+	b.jobs["TOKEN-LIM"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.UsageLimit(reset) }
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {max_wait: 1h}
+jobs:
+  - name: a
+    prompt: TOKEN-LIM one
+  - name: b
+    prompt: TOKEN-LIM two
+`)
+	rep := b.runWith(p, runner.Options{})
+	a, bj := jobByName(t, rep, "a"), jobByName(t, rep, "b")
+	if a.Status != report.StatusFailed || a.Reason != report.ReasonUsageLimit {
+		t.Errorf("a: %s/%s", a.Status, a.Reason)
+	}
+	if bj.Status != report.StatusSkipped || bj.Reason != report.ReasonUsageLimit || len(b.api.Requests()) != 1 {
+		t.Errorf("b: %s/%s after %d requests", bj.Status, bj.Reason, len(b.api.Requests()))
+	}
+}
+
+func TestOverloadStormHalvesConcurrencyThenRecovers(t *testing.T) {
+	b := newBed(t, claudetest.WithMaxRetries(0))
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	n := 0
+	b.jobs["TOKEN-STORM"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n <= 4 {
+			return fakeapi.Error(529, "overloaded_error", "Overloaded")
+		}
+		return fakeapi.Text("ok")
+	}
+	var jobs strings.Builder
+	for i := range 6 {
+		jobs.WriteString("  - name: j" + string(rune('a'+i)) + "\n    prompt: TOKEN-STORM " + string(rune('a'+i)) + "\n")
+	}
+	p := b.plan(repo, "version: 1\nconcurrency: 4\ndefaults: {retries: 2}\njobs:\n"+jobs.String())
+	evs := &eventLog{}
+	rep := b.runWith(p, runner.Options{Reporter: evs, StormWindow: time.Minute, RecoverAfter: 300 * time.Millisecond})
+	if rep.Totals.Succeeded != 6 {
+		t.Errorf("succeeded %d of 6", rep.Totals.Succeeded)
+	}
+	var steps []string
+	for _, ev := range evs.of(runner.EventConcurrency) {
+		steps = append(steps, ev.Reason+":"+string(rune('0'+ev.Concurrency)))
+	}
+	got := strings.Join(steps, " ")
+	if !strings.HasPrefix(got, "overloaded:2 recovered:3 recovered:4") && !strings.HasPrefix(got, "overloaded:2 overloaded:1") {
+		t.Errorf("concurrency changes %q", got)
+	}
+}
+
+func TestSuspectSuccessesAndStructuredOutput(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-NOCHANGE"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.Text("Nothing to do.") }
+	ask := func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("I looked at the code.\n\nShould I also update the tests?")
+	}
+	b.jobs["TOKEN-ASK1"], b.jobs["TOKEN-ASK2"] = ask, ask
+	b.jobs["TOKEN-JSON"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		if r.HasToolResult() {
+			return fakeapi.Text("done")
+		}
+		return fakeapi.ToolUse(fakeapi.Tool("StructuredOutput", map[string]any{"n": 3}))
+	}
+	schema := filepath.Join(repo, "schema.json")
+	if err := os.WriteFile(schema, []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: nochange
+    prompt: TOKEN-NOCHANGE
+    expect: {changes: true}
+  - name: asks
+    prompt: TOKEN-ASK1
+  - name: asks-strict
+    prompt: TOKEN-ASK2
+    expect: {no_questions: true}
+  - name: json
+    prompt: TOKEN-JSON
+    output_schema: schema.json
+`)
+	rep := b.run(p)
+	if j := jobByName(t, rep, "nochange"); j.Status != report.StatusFailed || j.Reason != report.ReasonNoChanges {
+		t.Errorf("nochange: %s/%s", j.Status, j.Reason)
+	}
+	if j := jobByName(t, rep, "asks"); j.Status != report.StatusSucceeded || len(j.Warnings) != 1 || j.Warnings[0].Code != report.WarnAskedQuestion {
+		t.Errorf("asks: %s warnings %+v", j.Status, j.Warnings)
+	}
+	if j := jobByName(t, rep, "asks-strict"); j.Status != report.StatusFailed || j.Reason != report.ReasonAskedQuestion {
+		t.Errorf("asks-strict: %s/%s", j.Status, j.Reason)
+	}
+	j := jobByName(t, rep, "json")
+	if j.Status != report.StatusSucceeded || string(j.StructuredOutput) != `{"n":3}` {
+		t.Fatalf("json: %s/%s %s output %s", j.Status, j.Reason, j.Error, j.StructuredOutput)
+	}
+	var args []string
+	for _, pj := range p.Jobs {
+		if pj.Name == "json" {
+			args = pj.Args()
+			data, err := os.ReadFile(runner.JobDir(pj.JobDir).Output())
+			var v map[string]any
+			if err != nil || json.Unmarshal(data, &v) != nil || v["n"] != 3.0 {
+				t.Errorf("output.json: %s, %v", data, err)
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(args, " "), "--json-schema {") {
+		t.Errorf("args %q", args)
+	}
+}
+
+func TestFallbackModelServes(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-FB"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		if strings.Contains(r.Model, "haiku") {
+			return fakeapi.Text("served by the fallback")
+		}
+		return fakeapi.Error(529, "overloaded_error", "Overloaded")
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: fb
+    prompt: TOKEN-FB go
+    fallback_model: claude-haiku-4-5
+`)
+	rep := b.run(p)
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded || j.FallbackModel != "claude-haiku-4-5" || !strings.Contains(j.Model, "haiku") {
+		t.Errorf("fb: %s/%s %s, model %q fallback %q", j.Status, j.Reason, j.Error, j.Model, j.FallbackModel)
+	}
+}
