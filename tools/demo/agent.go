@@ -199,8 +199,13 @@ func (a *agent) releaseNotes(r *fakeapi.Request) fakeapi.Response {
 		notes := formatNotes(strings.TrimSpace(tag.Content), log.Content)
 		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, releaseNotesMD), notes)).WithText("Writing RELEASE_NOTES.md in the style of shared-docs.")
 	}
+	summary := "Wrote RELEASE_NOTES.md: the changes since " + strings.TrimSpace(tag.Content) + ", grouped into fixes and changes."
+	if _, ok := k.lastCall("StructuredOutput"); ok {
+		return fakeapi.Text(summary)
+	}
 	if _, ok := k.lastCall("Write"); ok {
-		return fakeapi.Text("Wrote RELEASE_NOTES.md: the changes since " + strings.TrimSpace(tag.Content) + ", grouped into fixes and changes.")
+		// The job's output_schema asks for {"summary": ...} (--json-schema).
+		return fakeapi.ToolUse(fakeapi.Tool("StructuredOutput", map[string]any{"summary": summary}))
 	}
 	switch {
 	case !haveTag:
