@@ -74,17 +74,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	}
 	rows := corpus.UsageBy(by, loc)
 	if opts.JSON {
-		if rows == nil {
-			rows = []history.UsageRow{}
-		}
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		err := enc.Encode(struct {
-			Rows     []history.UsageRow `json:"rows"`
-			Total    history.Totals     `json:"total"`
-			Warnings []history.Warning  `json:"warnings"`
-		}{rows, corpus.Total(), nonNil(corpus.Warnings)})
-		if err != nil {
+		if err := writeUsageJSON(io, rows, corpus); err != nil {
 			return err
 		}
 		return reportWarnings(io, corpus.Warnings, corpus.FilesRead)
@@ -92,9 +82,36 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	if err := reportWarnings(io, corpus.Warnings, corpus.FilesRead); err != nil {
 		return err
 	}
+	if err := writeUsageTable(io, by, rows, corpus.Total()); err != nil {
+		return err
+	}
+	if s := corpus.Stats; s.Malformed+s.Oversized > 0 {
+		fmt.Fprintf(io.ErrOut, "pneuma: skipped %d malformed and %d oversized lines\n", s.Malformed, s.Oversized)
+	}
+	return nil
+}
+
+// writeUsageJSON prints the usage rows, their total and the warnings as JSON.
+func writeUsageJSON(io *IO, rows []history.UsageRow, corpus *history.Corpus) error {
+	if rows == nil {
+		rows = []history.UsageRow{}
+	}
+	enc := json.NewEncoder(io.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Rows     []history.UsageRow `json:"rows"`
+		Total    history.Totals     `json:"total"`
+		Warnings []history.Warning  `json:"warnings"`
+	}{rows, corpus.Total(), nonNil(corpus.Warnings)})
+}
+
+// writeUsageTable prints the usage rows as a table for people, with notes
+// on figures that cannot match the bill.
+func writeUsageTable(io *IO, by string, rows []history.UsageRow, t history.Totals) error {
 	// Numbers align right; the key column is padded so it reads left-aligned.
 	keys := make([]string, len(rows))
 	width := len("TOTAL")
+	var flagged, unpriced bool
 	for i, r := range rows {
 		keys[i] = r.Key()
 		if by == history.ByProject {
@@ -102,28 +119,23 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		}
 		if billingFlags(r.Flags) {
 			keys[i] += " !"
+			flagged = true
 		}
+		unpriced = unpriced || r.UnpricedCalls > 0
 		width = max(width, len([]rune(keys[i])))
 	}
 	pad := func(s string) string { return s + strings.Repeat(" ", width-len([]rune(s))) }
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tCALLS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", pad(strings.ToUpper(by)))
-	var flagged, unpriced bool
 	for i, r := range rows {
-		key := pad(keys[i])
-		if billingFlags(r.Flags) {
-			flagged = true
-		}
 		cost := fmt.Sprintf("%.4f", r.CostUSD)
 		if r.UnpricedCalls > 0 {
 			cost += "*"
-			unpriced = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", key, r.APICalls,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", pad(keys[i]), r.APICalls,
 			history.Thousands(r.InputTokens), history.Thousands(r.OutputTokens),
 			history.Thousands(r.CacheReadInputTokens), history.Thousands(r.CacheCreationInputTokens), cost)
 	}
-	t := corpus.Total()
 	fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%.4f\t\n", pad("TOTAL"), t.APICalls,
 		history.Thousands(t.InputTokens), history.Thousands(t.OutputTokens),
 		history.Thousands(t.CacheReadInputTokens), history.Thousands(t.CacheCreationInputTokens), t.CostUSD)
@@ -135,9 +147,6 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	}
 	if unpriced {
 		fmt.Fprintf(io.Out, "* includes calls of models without a price (%s); add them with --prices FILE\n", strings.Join(t.UnpricedModels, ", "))
-	}
-	if s := corpus.Stats; s.Malformed+s.Oversized > 0 {
-		fmt.Fprintf(io.ErrOut, "pneuma: skipped %d malformed and %d oversized lines\n", s.Malformed, s.Oversized)
 	}
 	return nil
 }

@@ -142,18 +142,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	if opts.Prices == nil {
 		opts.Prices = DefaultPrices()
 	}
-	var r renderer
-	switch opts.Format {
-	case FormatMarkdown, "":
-		r = newMarkdown(w, opts.fold(4000))
-	case FormatText:
-		r = newText(w, opts.fold(4000))
-	case FormatHTML:
-		r = newHTML(w, opts.fold(20000), opts.Title)
-	case FormatJSON:
-		r = newJSONRenderer(w)
-	default:
-		return fmt.Errorf("unknown format %q", opts.Format)
+	r, err := newRenderer(w, opts)
+	if err != nil {
+		return err
 	}
 	f, err := openFile(sessionFile)
 	if err != nil {
@@ -174,25 +165,9 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 		done:     make(map[string]bool),
 	}
 	er := NewEntryReader(f)
-	// Read ahead until an entry names the cwd, so the header can show it.
-	var pending []*Entry
-	h := Header{Schema: ExportSchema, SessionID: strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl"), Path: sessionFile}
-	for len(pending) < 64 {
-		e, err := er.Next()
-		if err != nil {
-			if err != io.EOF {
-				return fmt.Errorf("read %s: %w", sessionFile, err)
-			}
-			break
-		}
-		pending = append(pending, e)
-		if h.Started.IsZero() && !e.Timestamp.IsZero() {
-			h.Started = e.Timestamp
-		}
-		if e.Cwd != "" {
-			h.Project, h.GitBranch, h.Version = x.clean(e.Cwd), x.clean(e.GitBranch), x.clean(e.Version)
-			break
-		}
+	h, pending, err := x.header(er, sessionFile)
+	if err != nil {
+		return err
 	}
 	if err := r.begin(h); err != nil {
 		return err
@@ -209,7 +184,58 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 		return err
 	}
 	x.stats.Add(er.Stats())
-	// Subagents no tool call pointed at still belong to the session.
+	if err := x.strayAgents(ctx); err != nil {
+		return err
+	}
+	if err := x.flush(); err != nil {
+		return err
+	}
+	return r.end(Footer{Usage: x.totals, Stats: x.stats})
+}
+
+// newRenderer returns the renderer of opts.Format.
+func newRenderer(w io.Writer, opts ExportOptions) (renderer, error) {
+	switch opts.Format {
+	case FormatMarkdown, "":
+		return newMarkdown(w, opts.fold(4000)), nil
+	case FormatText:
+		return newText(w, opts.fold(4000)), nil
+	case FormatHTML:
+		return newHTML(w, opts.fold(20000), opts.Title), nil
+	case FormatJSON:
+		return newJSONRenderer(w), nil
+	}
+	return nil, fmt.Errorf("unknown format %q", opts.Format)
+}
+
+// header reads ahead until an entry names the cwd, so the header can show
+// it; the entries read are returned to be rendered first.
+func (x *exporter) header(er *EntryReader, sessionFile string) (Header, []*Entry, error) {
+	var pending []*Entry
+	h := Header{Schema: ExportSchema, SessionID: strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl"), Path: sessionFile}
+	for len(pending) < 64 {
+		e, err := er.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return h, nil, fmt.Errorf("read %s: %w", sessionFile, err)
+		}
+		pending = append(pending, e)
+		if h.Started.IsZero() && !e.Timestamp.IsZero() {
+			h.Started = e.Timestamp
+		}
+		if e.Cwd != "" {
+			h.Project, h.GitBranch, h.Version = x.clean(e.Cwd), x.clean(e.GitBranch), x.clean(e.Version)
+			break
+		}
+	}
+	return h, pending, nil
+}
+
+// strayAgents renders the subagents no tool call pointed at: they still
+// belong to the session.
+func (x *exporter) strayAgents(ctx context.Context) error {
 	var rest []string
 	for key, sa := range x.subs {
 		if strings.HasPrefix(key, "agent:") && !x.done[sa.AgentID] {
@@ -222,10 +248,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 			return err
 		}
 	}
-	if err := x.flush(); err != nil {
-		return err
-	}
-	return r.end(Footer{Usage: x.totals, Stats: x.stats})
+	return nil
 }
 
 func (o ExportOptions) fold(def int) int {
