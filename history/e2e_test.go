@@ -3,7 +3,6 @@ package history_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/pneuma-cli/pneuma/history"
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	gold "github.com/pneuma-cli/pneuma/internal/testbed/golden"
 )
 
 // These tests run the real Claude Code CLI against the fake API and check
@@ -314,34 +314,8 @@ func checkExports(t *testing.T, name, path string, b *bed) {
 	}
 }
 
+// golden compares got with testdata/golden/name (go test -update rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; rerun with -update and review the diff\n--- got\n%s", name, got)
-	}
-}
-
-// updateGolden reads the -update flag that export_test.go (package
-// history, same test binary) defines.
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
-	}
-	v, _ := f.Value.(flag.Getter).Get().(bool)
-	return v
+	gold.Check(t, "golden/"+name, got)
 }
