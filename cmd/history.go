@@ -94,6 +94,21 @@ func (o *historyOptions) cacheDir(io *IO) string {
 	return filepath.Join(base, "pneuma")
 }
 
+// scan reads the sessions the options select, priced; summary also reads
+// what list shows of each session (first prompt, counts).
+func (o *historyOptions) scan(ctx context.Context, io *IO, summary bool) (*history.Corpus, error) {
+	filter, err := o.filter(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	prices, err := o.prices()
+	if err != nil {
+		return nil, err
+	}
+	limitMemory(io)
+	return history.Scan(ctx, o.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: summary, CacheDir: o.cacheDir(io)})
+}
+
 func (o *historyOptions) prices() (*history.PriceTable, error) {
 	if o.PricesFile == "" {
 		return history.DefaultPrices(), nil

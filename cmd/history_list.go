@@ -27,16 +27,7 @@ func newCmdHistoryList(io *IO, opts *historyOptions) *cobra.Command {
 }
 
 func historyList(ctx context.Context, io *IO, opts *historyOptions) error {
-	filter, err := opts.filter(time.Now())
-	if err != nil {
-		return err
-	}
-	prices, err := opts.prices()
-	if err != nil {
-		return err
-	}
-	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, Summary: true, CacheDir: opts.cacheDir(io)})
+	corpus, err := opts.scan(ctx, io, true)
 	if err != nil {
 		return err
 	}

@@ -55,16 +55,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 	default:
 		return &UsageError{Err: fmt.Errorf("--by %q: want day, session, model or project", opts.By)}
 	}
-	filter, err := opts.filter(time.Now())
-	if err != nil {
-		return err
-	}
-	prices, err := opts.prices()
-	if err != nil {
-		return err
-	}
-	limitMemory(io)
-	corpus, err := history.Scan(ctx, opts.configDir(io), history.ScanOptions{Filter: filter, Prices: prices, CacheDir: opts.cacheDir(io)})
+	corpus, err := opts.scan(ctx, io, false)
 	if err != nil {
 		return err
 	}
