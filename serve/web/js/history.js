@@ -26,9 +26,9 @@ export function historyPage(el) {
       h('form', {role: 'search', on: {submit: (e) => { e.preventDefault(); load(); }}}, field('Search sessions', q, 'Matches the project, the first prompt or the session id.')),
       list));
   load();
-  get('/api/history/usage?by=day').then((rows) => {
+  get('/api/history/usage?by=day').then((u) => {
     clear(chart).removeAttribute('aria-busy');
-    chart.append(usageChart(Array.isArray(rows) ? rows : []));
+    chart.append(usageChart(u && Array.isArray(u.rows) ? u.rows : []));
   }).catch((err) => clear(chart).append(errorBox(err)));
   return () => clearTimeout(timer);
 }

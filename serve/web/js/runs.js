@@ -5,16 +5,22 @@ import {unified} from './diff.js';
 import {transcriptFrame} from './transcript.js';
 import {streamLine} from './streamline.js';
 
-const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
+const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted', 'lost']);
+const jobDone = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
 
 function runID(r) { return r.id || r.run_id || ''; }
 
+// progress is [jobs finished, jobs in all] of a run object
+// ({jobs_total, jobs: the finished jobs, report}).
 function progress(r) {
   const jobs = Array.isArray(r.jobs) ? r.jobs : [];
-  const total = (r.totals && r.totals.jobs) || (typeof r.jobs === 'number' ? r.jobs : jobs.length);
-  const done = jobs.length ? jobs.filter((j) => finished.has(j.status)).length
-    : ['succeeded', 'failed', 'skipped', 'interrupted'].reduce((n, k) => n + ((r.totals && r.totals[k]) || 0), 0);
-  return [done, total];
+  const total = r.jobs_total || (r.report && r.report.totals && r.report.totals.jobs) || jobs.length;
+  return [jobs.filter((j) => jobDone.has(j.status)).length, total];
+}
+
+// runCost is what a run spent: its report's total once it has one.
+function runCost(r) {
+  return r.report && r.report.totals ? r.report.totals.cost_usd : r.spent_usd;
 }
 
 function progressBar(done, total, label) {
@@ -41,7 +47,7 @@ export function runsPage(el) {
             h('th', {scope: 'row'}, h('a', {href: '#/runs/' + enc(runID(r))}, runID(r))),
             h('td', {}, badge(r.status || 'running')),
             h('td', {}, progressBar(done, total, `Jobs finished in run ${runID(r)}`)),
-            h('td', {class: 'n'}, money(r.totals ? r.totals.cost_usd : r.cost_usd)),
+            h('td', {class: 'n'}, money(runCost(r))),
             h('td', {}, when(r.started_at)));
         })))));
     } catch (err) { clear(list).append(errorBox(err)); }
@@ -134,7 +140,7 @@ export function runPage(el, id) {
     const done = jobs.filter((j) => finished.has(j.status)).length;
     clear(foot).append(h('tr', {},
       h('th', {scope: 'row'}, 'Total'),
-      h('td', {}, progressBar(done, Math.max(t.jobs || 0, jobs.length), 'Jobs finished')),
+      h('td', {}, progressBar(done, Math.max(t.jobs || 0, report.jobs_total || 0, jobs.length), 'Jobs finished')),
       h('td'),
       h('td', {class: 'n', id: 'total-cost'}, money(t.cost_usd)),
       h('td', {class: 'n', id: 'total-tokens'}, num(tok)),
@@ -145,23 +151,31 @@ export function runPage(el, id) {
   };
   const apply = (ev) => {
     switch (ev.type) {
-      case 'run_started': report.status = 'running'; break;
+      case 'run_started': report.status = 'running'; report.jobs_total = ev.jobs; break;
       case 'job_started': draw(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
       case 'api_retry': draw(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
       case 'job_retry': draw(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
       case 'job_finished': if (ev.result) draw(ev.result.name || ev.job, ev.result); break;
+      case 'run_snapshot': if (ev.run) setRun(ev.run); break;
       case 'run_finished':
-        if (ev.report) { report = ev.report; (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
+        if (ev.report) { report = Object.assign({}, ev.report, {jobs_total: report.jobs_total}); (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
         announce('Run finished: ' + report.status);
         break;
       default: return;
     }
     totals();
   };
+  // setRun takes a run object ({status, started_at, jobs_total, jobs,
+  // report}); a finished status the events already gave is kept.
+  const setRun = (r) => {
+    if (finished.has(report.status) && !finished.has(r.status)) return;
+    if (r.report) report = Object.assign({}, r.report);
+    Object.assign(report, {status: r.status, started_at: r.started_at || report.started_at, jobs_total: r.jobs_total});
+    (r.jobs || []).forEach((j) => draw(j.name, j));
+  };
   get('/api/runs/' + enc(id)).then((r) => {
     if (!r) return;
-    report = Object.assign(report, r);
-    (r.jobs || []).forEach((j) => draw(j.name, j));
+    setRun(r);
     totals();
   }).catch((err) => head.append(errorBox(err)));
   totals();
