@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"strings"
 	"testing"
@@ -193,10 +194,13 @@ func newSession(p page, srv *realServer) string {
 	return strings.TrimPrefix(eval[string](p, `location.hash`), "#/sessions/")
 }
 
-// say types a message into the composer and sends it with Enter.
+// say types a message into the composer and sends it with Enter. (The
+// composer is emptied first: DevTools sends Enter's character even when the
+// keydown that sent the last message was cancelled.)
 func say(p page, text string) {
 	p.t.Helper()
-	p.do(chromedp.SendKeys(chromedp.CSS("#composer"), text+kb.Enter))
+	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#composer').value = ''`),
+		chromedp.SendKeys(chromedp.CSS("#composer"), text+kb.Enter))
 }
 
 // writeTurn sends the scripted message: the model streams text, asks to
@@ -292,6 +296,101 @@ func checkShownOnce(t *testing.T, p page, evs []map[string]any) {
 	for typ, n := range shown {
 		if n != count[typ] {
 			t.Errorf("%d %s shown, the server logged %d", n, typ, count[typ])
+		}
+	}
+}
+
+// TestConsolePages fills the console with real data (a run of three jobs, a
+// session whose finished turn read the payload back and whose second turn
+// waits for permission, the CLI's history), screenshots every page at 375
+// and 1280 px, light and dark, and checks each with axe-core: no serious or
+// critical violation, no sideways scrolling, and the payload never runs.
+func TestConsolePages(t *testing.T) {
+	srv := startReal(t)
+	b := browser.New(t)
+	axe := browser.AxeSource(t)
+	setup := loggedIn(t, b, srv, desktop, "")
+	run := startRun(setup, srv)
+	sid := newSession(setup, srv)
+	writeTurn(setup)
+	say(setup, "SESSION-WRITE once more")
+	setup.wait(`document.querySelector('.permission:not(.resolved)') !== null`, "a waiting permission")
+	var sess struct {
+		CLISessionID string `json:"cli_session_id"`
+	}
+	srv.get("/api/sessions/"+sid, &sess)
+	cli := sess.CLISessionID
+	if cli == "" {
+		t.Fatal("the session has no CLI session id")
+	}
+
+	job := fmt.Sprintf("#/runs/%s/jobs/alpha", run)
+	pages := []struct{ name, route, ready string }{
+		{"runs", "#/runs", fmt.Sprintf(`document.querySelector('#runs tr[data-run=%q]')`, run)},
+		{"run", "#/runs/" + run, `document.querySelectorAll('#jobs tbody tr').length === 3 && document.querySelector('.run-head .badge')?.dataset.status === 'succeeded'`},
+		{"job-stream", job, `document.querySelector('.stream li')`},
+		{"job-diff", job, `document.querySelector('#tab-diff') && (window.__tab === 'diff' || (window.__tab = 'diff', document.querySelector('#tab-diff').click(), false)) && document.querySelector('.dl.add')`},
+		{"job-transcript", job, `document.querySelector('#tab-transcript') && (window.__tab === 'transcript' || (window.__tab = 'transcript', document.querySelector('#tab-transcript').click(), false)) && document.querySelector('#job-panel iframe.transcript, #job-panel pre.transcript-text')`},
+		{"sessions", "#/sessions", fmt.Sprintf(`document.querySelector('#sessions tr[data-session=%q]')`, sid)},
+		{"session", "#/sessions/" + sid, `document.querySelector('.permission:not(.resolved)') && document.querySelector('.conn').dataset.state === 'live'`},
+		{"history", "#/history", `document.querySelector('#history tbody tr') && document.querySelector('svg.chart')`},
+		{"transcript", "#/history/" + cli, `document.querySelector('pre.transcript-text')`},
+		{"signin", "#/runs", `(sessionStorage.clear(), dispatchEvent(new HashChangeEvent('hashchange')), true) && document.querySelector('input[name=token]')`},
+	}
+	dir := filepath.Join("testdata", "screenshots")
+	for _, v := range []browser.Viewport{{Width: 375, Height: 812}, {Width: 375, Height: 812, Dark: true}, desktop, {Width: 1280, Height: 900, Dark: true}} {
+		p := loggedIn(t, b, srv, v, "")
+		for _, pg := range pages {
+			p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf("window.__tab = ''; location.hash = %q", pg.route)))
+			p.wait(pg.ready, pg.name)
+			time.Sleep(150 * time.Millisecond) // fonts and layout settle
+			browser.Screenshot(t, p.ctx, filepath.Join(dir, fmt.Sprintf("%s-%s.png", pg.name, v)))
+			for _, viol := range browser.Axe(t, p.ctx, axe) {
+				t.Errorf("%s at %s: %s", pg.name, v, viol)
+			}
+			if w := eval[int](p, `document.documentElement.scrollWidth`); w > int(v.Width) {
+				t.Errorf("%s at %s: the page is %d px wide: it scrolls sideways", pg.name, v, w)
+			}
+			if !eval[bool](p, noXSS+` && !document.querySelector('main img, main script')`) {
+				t.Errorf("%s at %s: the payload ran or made an element", pg.name, v)
+			}
+		}
+	}
+	// The transcript of the session shows the payload the tool read, as text.
+	p := loggedIn(t, b, srv, desktop, "#/history/"+cli)
+	p.wait(`document.querySelector('pre.transcript-text')`, "the transcript")
+	if got := eval[string](p, `document.querySelector('pre.transcript-text').textContent`); !strings.Contains(got, xss) {
+		t.Errorf("the transcript does not show the payload as text:\n%s", got)
+	}
+}
+
+// TestConsoleHostileTranscript runs against the stand-in: an export with a
+// raw script and an onerror image, which the real server never sends (its
+// exports escape), must not run in the sandboxed transcript frame; nor may
+// the payload in a diff line.
+func TestConsoleHostileTranscript(t *testing.T) {
+	srv := startStandIn(t)
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "#/runs/run-9/jobs/lint")
+	p.wait(`document.querySelector('.stream li') !== null`, "the stream tail")
+	p.do(chromedp.Click(chromedp.CSS("#tab-diff")))
+	p.wait(`document.querySelector('.dl.add') !== null`, "the diff")
+	if got := eval[string](p, `document.querySelector('.dl.del').textContent`); !strings.Contains(got, xss) {
+		t.Errorf("diff line %q does not show the payload as text", got)
+	}
+	for _, route := range []string{"", "#/history/h-1"} {
+		if route == "" {
+			p.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
+		} else {
+			p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", route)))
+		}
+		p.wait(`document.querySelector('iframe.transcript') !== null`, "the transcript frame")
+		time.Sleep(300 * time.Millisecond) // let the frame load (and fail to run anything)
+		if got := eval[string](p, `document.querySelector('iframe.transcript').getAttribute('sandbox')`); got != "" {
+			t.Errorf("transcript frame sandbox=%q, want an empty (strictest) sandbox", got)
+		}
+		if !eval[bool](p, noXSS+` && !document.querySelector('main img, main script')`) {
+			t.Errorf("%s: a script in a transcript or a diff ran", route)
 		}
 	}
 }

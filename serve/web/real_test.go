@@ -158,20 +158,26 @@ func (s *realServer) report(id string) map[string]any {
 	return m
 }
 
-// events reads a stream's whole event log through the API.
-func (s *realServer) events(path string) []map[string]any {
+// get decodes the JSON answer of an API GET into v.
+func (s *realServer) get(path string, v any) {
 	s.t.Helper()
-	req, _ := http.NewRequest("GET", s.URL()+path+"/events?after=0", nil)
+	req, _ := http.NewRequest("GET", s.URL()+path, nil)
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var out []map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
-		s.t.Fatalf("events of %s: %v", path, err)
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil || res.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET %s: %s: %v", path, res.Status, err)
 	}
+}
+
+// events reads a stream's whole event log through the API.
+func (s *realServer) events(path string) []map[string]any {
+	s.t.Helper()
+	var out []map[string]any
+	s.get(path+"/events?after=0", &out)
 	return out
 }
 

@@ -1,8 +1,8 @@
 // Runs: the list, a run's live job table and a job's stream, diff and transcript.
-import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce} from './dom.js';
+import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce, labelCells} from './dom.js';
 import {get, post, del, enc, Stream} from './api.js';
 import {unified} from './diff.js';
-import {transcriptFrame} from './transcript.js';
+import {transcriptView} from './transcript.js';
 import {streamLine} from './streamline.js';
 
 const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted', 'lost']);
@@ -39,16 +39,17 @@ export function runsPage(el) {
       const runs = Array.isArray(data) ? data : (data && data.runs) || [];
       clear(list).removeAttribute('aria-busy');
       if (!runs.length) { list.append(h('p', {class: 'muted'}, 'No runs yet.')); return; }
-      list.append(scroller('Runs', h('table', {class: 'grid', id: 'runs'},
-        h('thead', {}, h('tr', {}, ['Run', 'Status', 'Progress', 'Cost', 'Started'].map((c) => h('th', {scope: 'col'}, c)))),
+      const names = ['Run', 'Status', 'Progress', 'Cost', 'Started'];
+      list.append(scroller('Runs', h('table', {class: 'grid cards', id: 'runs'},
+        h('thead', {}, h('tr', {}, names.map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, runs.map((r) => {
           const [done, total] = progress(r);
-          return h('tr', {'data-run': runID(r)},
+          return labelCells(h('tr', {'data-run': runID(r)},
             h('th', {scope: 'row'}, h('a', {href: '#/runs/' + enc(runID(r))}, runID(r))),
             h('td', {}, badge(r.status || 'running')),
             h('td', {}, progressBar(done, total, `Jobs finished in run ${runID(r)}`)),
             h('td', {class: 'n'}, money(runCost(r))),
-            h('td', {}, when(r.started_at)));
+            h('td', {}, when(r.started_at))), names);
         })))));
     } catch (err) { clear(list).append(errorBox(err)); }
   };
@@ -102,7 +103,7 @@ export function runPage(el, id) {
   let report = {run_id: id, status: 'running', jobs: []};
   el.append(h('p', {}, h('a', {href: '#/runs'}, '← Runs')),
     h('div', {class: 'title'}, h('h1', {}, 'Run ', h('code', {}, id)), state, stop), head,
-    scroller('Jobs', h('table', {class: 'grid', id: 'jobs'},
+    scroller('Jobs', h('table', {class: 'grid cards', id: 'jobs'},
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))), body, foot)));
 
   const row = (name) => {
@@ -125,8 +126,9 @@ export function runPage(el, id) {
       h('td', {class: 'n'}, num(tokens(j.usage))),
       h('td', {class: 'n'}, num(j.num_turns)),
       h('td', {class: 'n'}, j.duration_ms ? duration(j.duration_ms) : ''),
-      h('td', {class: 'n'}, j.files_changed ? `${j.files_changed} files +${j.insertions || 0} −${j.deletions || 0}` : ''),
+      h('td', {class: 'n'}, j.files_changed ? `${j.files_changed} file${j.files_changed === 1 ? '' : 's'} +${j.insertions || 0} −${j.deletions || 0}` : ''),
       h('td', {}, j.branch ? h('code', {}, j.branch) : ''));
+    labelCells(r.tr, cols);
   };
   const totals = () => {
     const jobs = [...rows.values()].map((r) => r.job);
@@ -138,14 +140,14 @@ export function runPage(el, id) {
     const tok = report.totals && finished.has(report.status)
       ? tokens(report.totals) : jobs.reduce((s, j) => s + tokens(j.usage), 0);
     const done = jobs.filter((j) => finished.has(j.status)).length;
-    clear(foot).append(h('tr', {},
+    clear(foot).append(labelCells(h('tr', {},
       h('th', {scope: 'row'}, 'Total'),
       h('td', {}, progressBar(done, Math.max(t.jobs || 0, report.jobs_total || 0, jobs.length), 'Jobs finished')),
       h('td'),
       h('td', {class: 'n', id: 'total-cost'}, money(t.cost_usd)),
       h('td', {class: 'n', id: 'total-tokens'}, num(tok)),
       h('td', {class: 'n', id: 'total-turns'}, num(t.num_turns)),
-      h('td', {colspan: '3'})));
+      h('td', {colspan: '3'})), ['', 'Finished', '', 'Cost', 'Tokens', 'Turns']));
     clear(head).append(h('p', {}, 'Status ', badge(report.status), report.started_at ? ` · started ${when(report.started_at)}` : ''));
     stop.hidden = finished.has(report.status);
   };
@@ -199,7 +201,7 @@ export function jobPage(el, id, job) {
       p.append(refresh, streamList(data));
     }],
     ['diff', 'Diff', async (p) => p.append(unified(await get(base + '/diff', 'text')))],
-    ['transcript', 'Transcript', async (p) => p.append(transcriptFrame(await get(base + '/transcript', 'text'), `Transcript of job ${job}`))],
+    ['transcript', 'Transcript', async (p) => p.append(transcriptView(await get(base + '/transcript?format=text', 'text'), `Transcript of job ${job}`))],
   ];
   const list = h('div', {role: 'tablist', 'aria-label': 'Job views', class: 'tabs'});
   const panel = h('div', {role: 'tabpanel', id: 'job-panel', tabindex: '0'});
