@@ -292,7 +292,11 @@ func checkShownOnce(t *testing.T, p page, evs []map[string]any) {
 		t.Errorf("messages shown by seq %v, want %v (the server's log: %v)", got, want, count)
 	}
 	shown := eval[map[string]int](p, `({permission_request: document.querySelectorAll('.permission').length,
-		result: [...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Turn ')).length})`)
+		result: [...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Turn ')).length,
+		cli_exited: [...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Claude Code exited')).length})`)
+	if count["cli_exited"] == 0 {
+		t.Error("the server logged no cli_exited: nothing happened while the page was away")
+	}
 	for typ, n := range shown {
 		if n != count[typ] {
 			t.Errorf("%d %s shown, the server logged %d", n, typ, count[typ])
@@ -356,6 +360,26 @@ func TestConsolePages(t *testing.T) {
 			}
 		}
 	}
+	// A job's transcript is the HTML export in a sandboxed srcdoc frame: it
+	// inherits the console's Content-Security-Policy, so the export's inline
+	// <style> does not apply (the reason history transcripts are text).
+	q := loggedIn(t, b, srv, desktop, job)
+	q.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
+	q.wait(`document.querySelector('#job-panel iframe.transcript')`, "the job's transcript frame")
+	var style string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if style, err = browser.FrameStyle(q.ctx, "transcript", "max-width"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("style in the transcript frame: %v", err)
+	}
+	if style != "none" {
+		t.Errorf("the export's body has max-width %s in the frame: its inline style applied, so the CSP is not the console's", style)
+	}
+
 	// The transcript of the session shows the payload the tool read, as text.
 	p := loggedIn(t, b, srv, desktop, "#/history/"+cli)
 	p.wait(`document.querySelector('pre.transcript-text')`, "the transcript")
