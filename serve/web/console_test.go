@@ -360,26 +360,7 @@ func TestConsolePages(t *testing.T) {
 			}
 		}
 	}
-	// A job's transcript is the HTML export in a sandboxed srcdoc frame: it
-	// inherits the console's Content-Security-Policy, so the export's inline
-	// <style> does not apply (the reason history transcripts are text).
-	q := loggedIn(t, b, srv, desktop, job)
-	q.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
-	q.wait(`document.querySelector('#job-panel iframe.transcript')`, "the job's transcript frame")
-	var style string
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if style, err = browser.FrameStyle(q.ctx, "transcript", "max-width"); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("style in the transcript frame: %v", err)
-	}
-	if style != "none" {
-		t.Errorf("the export's body has max-width %s in the frame: its inline style applied, so the CSP is not the console's", style)
-	}
-
+	checkFrameUnstyled(t, b, srv, job)
 	// The transcript of the session shows the payload the tool read, as text.
 	p := loggedIn(t, b, srv, desktop, "#/history/"+cli)
 	p.wait(`document.querySelector('pre.transcript-text')`, "the transcript")
@@ -417,4 +398,29 @@ func TestConsoleHostileTranscript(t *testing.T) {
 			t.Errorf("%s: a script in a transcript or a diff ran", route)
 		}
 	}
+}
+
+// checkFrameUnstyled opens a job's transcript, the HTML export in a
+// sandboxed srcdoc frame: it inherits the console's Content-Security-Policy,
+// so the export's inline <style> does not apply (the reason history
+// transcripts are shown as text).
+func checkFrameUnstyled(t *testing.T, b *browser.Browser, srv *realServer, job string) {
+	t.Helper()
+	q := loggedIn(t, b, srv, desktop, job)
+	q.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
+	q.wait(`document.querySelector('#job-panel iframe.transcript')`, "the job's transcript frame")
+	var style string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if style, err = browser.FrameStyle(q.ctx, "transcript", "max-width"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("style in the transcript frame: %v", err)
+	}
+	if style != "none" {
+		t.Errorf("the export's body has max-width %s in the frame: its inline style applied, so the CSP is not the console's", style)
+	}
+
 }
