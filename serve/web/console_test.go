@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,12 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/browser"
 )
 
-// startConsole starts the server the browser tests run against and returns
-// it: its base URL (URL) and access token (Token). Today it is the scripted
-// stand-in of standin_test.go; after the merge of pneuma serve it is the
-// place to start the real server instead.
-func startConsole(t *testing.T) *standIn { return startStandIn(t) }
+// console is a server the browser tests run against: the real one
+// (real_test.go) or, for faults the real one will not produce, the stand-in.
+type console interface {
+	URL() string
+	Token() string
+}
 
 // page is one browser tab under test.
 type page struct {
@@ -32,9 +34,13 @@ func openPage(t *testing.T, b *browser.Browser, v browser.Viewport, url string) 
 	return p
 }
 
+// pageTimeout bounds one browser step or wait: a real CLI on a shared
+// machine takes seconds per turn.
+const pageTimeout = 90 * time.Second
+
 func (p page) do(steps ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, pageTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		p.t.Fatalf("browser: %v", err)
@@ -44,9 +50,9 @@ func (p page) do(steps ...chromedp.Action[chromedp.Void]) {
 // wait polls a JavaScript expression until it is truthy.
 func (p page) wait(expr, what string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, pageTimeout)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingInterval(30*time.Millisecond))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingInterval(30*time.Millisecond), chromedp.WithPollingTimeout(pageTimeout))); err != nil {
 		p.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
 	}
 }
@@ -64,7 +70,7 @@ var desktop = browser.Viewport{Width: 1280, Height: 900}
 
 // loggedIn opens the console with the token in the fragment, as the URL
 // pneuma serve prints does.
-func loggedIn(t *testing.T, b *browser.Browser, srv *standIn, v browser.Viewport, route string) page {
+func loggedIn(t *testing.T, b *browser.Browser, srv console, v browser.Viewport, route string) page {
 	p := openPage(t, b, v, srv.URL()+"/#token="+srv.Token())
 	p.wait(`location.hash === '#/runs'`, "the runs page")
 	if route != "" {
@@ -74,7 +80,7 @@ func loggedIn(t *testing.T, b *browser.Browser, srv *standIn, v browser.Viewport
 }
 
 func TestConsoleToken(t *testing.T) {
-	srv := startConsole(t)
+	srv := startReal(t)
 	b := browser.New(t)
 	p := loggedIn(t, b, srv, desktop, "")
 	if href := eval[string](p, `location.href`); strings.Contains(href, srv.Token()) {
@@ -83,31 +89,47 @@ func TestConsoleToken(t *testing.T) {
 	if got := eval[string](p, `sessionStorage.getItem('pneuma.token')`); got != srv.Token() {
 		t.Errorf("sessionStorage token = %q, want the one from the fragment", got)
 	}
-	p.wait(`document.querySelector('#start-run') !== null`, "the start-run form")
+	p.wait(`document.querySelector('#start-run') !== null && document.querySelector('#runs, main p.muted')`, "the runs page, loaded")
 
-	// Without a token: a labelled token field, and the pages once it is given.
+	// Without a token: a labelled token field; a wrong one (403) is refused
+	// and asked again; the right one opens the pages.
 	q := openPage(t, b, desktop, srv.URL()+"/")
 	q.wait(`document.querySelector('input[name=token]') !== null`, "the token field")
 	q.do(chromedp.SendKeys(chromedp.CSS("input[name=token]"), "wrong"+kb.Enter))
 	q.wait(`document.querySelector('.error[role=alert]') !== null && document.querySelector('input[name=token]')`, "the refused token")
 	q.do(chromedp.SendKeys(chromedp.CSS("input[name=token]"), srv.Token()+kb.Enter))
-	q.wait(`document.querySelector('#start-run') !== null`, "the runs page after signing in")
+	q.wait(`document.querySelector('#start-run') !== null && document.querySelector('#runs, main p.muted')`, "the runs page after signing in")
+}
+
+// startRun starts a run of three jobs from the runs page and waits for it
+// to succeed; it returns the run's id.
+func startRun(p page, srv *realServer) string {
+	p.t.Helper()
+	jobs := srv.writeJobs("alpha", "beta", "gamma")
+	p.wait(`document.querySelector('input[name=jobs_file]')`, "the start-run form")
+	p.do(chromedp.SendKeys(chromedp.CSS("input[name=jobs_file]"), jobs), chromedp.Click(chromedp.CSS("#start-run button[type=submit]")))
+	p.wait(`/^#\/runs\/[^/]+$/.test(location.hash)`, "the run page")
+	id := strings.TrimPrefix(eval[string](p, `location.hash`), "#/runs/")
+	p.wait(`document.querySelectorAll('#jobs tbody tr').length === 3 &&
+		[...document.querySelectorAll('#jobs tbody .status .badge')].every(b => b.dataset.status === 'succeeded') &&
+		document.querySelector('.run-head .badge')?.dataset.status === 'succeeded'`, "three succeeded jobs and the run finished")
+	return id
 }
 
 func TestConsoleRun(t *testing.T) {
-	srv := startConsole(t)
+	srv := startReal(t)
 	b := browser.New(t)
 	p := loggedIn(t, b, srv, desktop, "")
-	p.do(chromedp.SendKeys(chromedp.CSS("input[name=jobs_file]"), "jobs.yaml"), chromedp.Click(chromedp.CSS("#start-run button[type=submit]")))
-	p.wait(`location.hash === '#/runs/run-1'`, "the run page")
-	p.wait(`document.querySelectorAll('#jobs tbody tr').length === 3 &&
-		[...document.querySelectorAll('#jobs tbody .status .badge')].every(b => b.dataset.status === 'succeeded')`, "three succeeded jobs")
-	p.wait(`document.querySelector('#jobs .run-head, .run-head .badge')?.dataset.status === 'succeeded'`, "the run to finish")
-	rep := srv.report("run-1")
+	id := startRun(p, srv)
+	rep := srv.report(id)
 	for _, j := range rep["jobs"].([]any) {
 		job := j.(map[string]any)
+		cost := job["cost_usd"].(float64)
+		if cost <= 0 {
+			t.Errorf("job %s: report cost %v: the fake API's usage should cost something", job["name"], cost)
+		}
 		got := eval[string](p, fmt.Sprintf(`document.querySelector('#jobs tr[data-job=%q] .cost').textContent`, job["name"]))
-		if want := money(job["cost_usd"].(float64)); got != want {
+		if want := money(cost); got != want {
 			t.Errorf("job %s cost %q, want %q", job["name"], got, want)
 		}
 	}
@@ -115,12 +137,21 @@ func TestConsoleRun(t *testing.T) {
 	if got, want := eval[string](p, `document.querySelector('#total-cost').textContent`), money(totals["cost_usd"].(float64)); got != want {
 		t.Errorf("total cost %q, want %q (report.json)", got, want)
 	}
-	tok := int(totals["input_tokens"].(float64) + totals["output_tokens"].(float64))
+	tok := 0
+	for _, k := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
+		tok += int(totals[k].(float64))
+	}
 	if got, want := eval[string](p, `document.querySelector('#total-tokens').textContent`), thousands(tok); got != want {
 		t.Errorf("total tokens %q, want %q", got, want)
 	}
 	if got, want := eval[string](p, `document.querySelector('#total-turns').textContent`), fmt.Sprint(totals["num_turns"]); got != want {
 		t.Errorf("total turns %q, want %q", got, want)
+	}
+	// The list shows the run finished, with the report's cost.
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = '#/runs'`))
+	p.wait(fmt.Sprintf(`document.querySelector('#runs tr[data-run=%q] .badge')?.dataset.status === 'succeeded'`, id), "the run in the list")
+	if got, want := eval[string](p, fmt.Sprintf(`document.querySelector('#runs tr[data-run=%q] progress').value + '/' + document.querySelector('#runs tr[data-run=%q] progress').max`, id, id)), "3/3"; got != want {
+		t.Errorf("run progress in the list %s, want %s", got, want)
 	}
 }
 
@@ -142,127 +173,179 @@ func thousands(n int) string {
 
 const noXSS = `window.__xss === undefined`
 
-func TestConsoleSession(t *testing.T) {
-	srv := startConsole(t)
-	b := browser.New(t)
-	p := loggedIn(t, b, srv, desktop, "#/sessions")
-	p.wait(`document.querySelector('#new-session') !== null`, "the new-session form")
-	p.do(chromedp.SendKeys(chromedp.CSS("input[name=repo]"), "/repo"), chromedp.Click(chromedp.CSS("#new-session button[type=submit]")))
-	p.wait(`location.hash === '#/sessions/s1'`, "the session page")
-	p.wait(`document.querySelector('.conn').dataset.state === 'live'`, "a live connection")
+// watchStreaming records, from now on, whether a streamed (not yet final)
+// assistant message ever showed text containing sub.
+func watchStreaming(p page, sub string) {
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__streamed = false;
+		new MutationObserver(() => {
+			const e = document.querySelector('.msg.streaming');
+			if (e && e.textContent.includes(%q)) window.__streamed = true;
+		}).observe(document.body, {subtree: true, childList: true, characterData: true})`, sub)))
+}
 
-	p.do(chromedp.SendKeys(chromedp.CSS("#composer"), "first line"),
-		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)),
-		chromedp.SendKeys(chromedp.CSS("#composer"), "Fix main.go"+kb.Enter))
-	p.wait(`document.querySelector('.msg.streaming')?.textContent.includes('Let me')`, "streamed text")
-	p.wait(`document.querySelector('.permission[data-request-id=p1]') !== null`, "the permission card")
-	if sent := srv.received("user_message"); len(sent) != 1 || sent[0]["content"] != "first line\nFix main.go" {
-		t.Fatalf("user messages sent: %v, want one with two lines", sent)
+// newSession creates a session from the sessions page (permission prompts
+// in the console) and returns its id once its page is live.
+func newSession(p page, srv *realServer) string {
+	p.t.Helper()
+	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = '#/sessions'`))
+	p.wait(`document.querySelector('#new-session') !== null && document.querySelector('#np-prompts').checked`, "the new-session form")
+	p.do(chromedp.SendKeys(chromedp.CSS("input[name=repo]"), srv.repo), chromedp.Click(chromedp.CSS("#new-session button[type=submit]")))
+	p.wait(`/^#\/sessions\/[^/]+$/.test(location.hash) && document.querySelector('.conn')?.dataset.state === 'live'`, "the live session page")
+	return strings.TrimPrefix(eval[string](p, `location.hash`), "#/sessions/")
+}
+
+// say types a message into the composer and sends it with Enter. (The
+// composer is emptied first: DevTools sends Enter's character even when the
+// keydown that sent the last message was cancelled.)
+func say(p page, text string) {
+	p.t.Helper()
+	p.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#composer').value = ''`),
+		chromedp.SendKeys(chromedp.CSS("#composer"), text+kb.Enter))
+}
+
+// writeTurn sends the scripted message: the model streams text, asks to
+// Write the payload file (the card shows it as text), is allowed, reads the
+// file back (its result carries the payload) and ends the turn.
+func writeTurn(p page) {
+	p.t.Helper()
+	watchStreaming(p, "Let me write")
+	n := eval[int](p, `document.querySelectorAll('.note').length`)
+	say(p, "SESSION-WRITE please write "+payloadFile)
+	p.wait(`document.querySelector('.permission:not(.resolved)') !== null`, "the permission card")
+	if !eval[bool](p, `window.__streamed`) {
+		p.t.Error("no streamed text before the permission request")
 	}
-	if got := eval[string](p, `document.querySelector('.permission .diff').textContent`); !strings.Contains(got, "-// old comment") || !strings.Contains(got, "+// new comment") {
-		t.Errorf("the Edit card shows no diff: %q", got)
+	if got := eval[string](p, `document.querySelector('.permission:not(.resolved) h2').textContent`); got != "Allow Write?" {
+		p.t.Errorf("permission card title %q", got)
 	}
-	p.do(chromedp.Click(chromedp.CSS(".permission .allow")))
-	p.wait(`document.querySelector('[data-tool-use-id=tu1] .tool-state').textContent === 'done'`, "the tool's result")
-	if got := srv.received("permission_response"); len(got) != 1 || got[0]["request_id"] != "p1" || got[0]["behavior"] != "allow" {
-		t.Errorf("permission responses: %v", got)
+	if got := eval[string](p, `document.querySelector('.permission:not(.resolved)').textContent`); !strings.Contains(got, xss) {
+		p.t.Errorf("the Write card does not show the payload as text: %q", got)
 	}
-	p.wait(`document.querySelector('#session-turns').textContent === '2' && document.querySelector('#session-cost').textContent === '$0.0321'`, "turns and cost")
-	if got := eval[string](p, `document.querySelector('[data-tool-use-id=tu1] .out').textContent`); !strings.Contains(got, xss) {
-		t.Errorf("tool result %q does not show the payload as text", got)
+	p.do(chromedp.Click(chromedp.CSS(".permission:not(.resolved) .allow")))
+	p.wait(fmt.Sprintf(`document.querySelectorAll('.note').length > %d && [...document.querySelectorAll('.msg.assistant .text')].some(e => e.textContent === 'Done: the file holds the payload.')`, n), "the end of the turn")
+}
+
+func TestConsoleSession(t *testing.T) {
+	srv := startReal(t)
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "")
+	id := newSession(p, srv)
+	writeTurn(p)
+	if got := eval[string](p, `document.querySelector('.permission.resolved .resolution').textContent`); got != "Allowed by client." {
+		t.Errorf("resolved card says %q", got)
 	}
-	if !eval[bool](p, noXSS+` && !document.querySelector('#conversation img')`) {
+	read := `[...document.querySelectorAll('details.tool')].find(d => d.querySelector('.tool-name').textContent === 'Read')`
+	if got := eval[string](p, read+`.querySelector('.tool-state').textContent + ' ' + `+read+`.querySelector('.out').textContent`); !strings.HasPrefix(got, "done ") || !strings.Contains(got, xss) {
+		t.Errorf("the Read tool's result: %q, want done and the payload as text", got)
+	}
+	if !eval[bool](p, noXSS+` && !document.querySelector('#conversation img, #conversation script')`) {
 		t.Error("the payload in a tool result ran or made an element")
 	}
-	counts := func() string {
-		return eval[string](p, `JSON.stringify({
-			first: [...document.querySelectorAll('.msg.assistant .text')].filter(e => e.textContent === 'Let me look at the file.').length,
-			cards: document.querySelectorAll('.permission').length,
-			users: [...document.querySelectorAll('.msg.user .text')].map(e => e.textContent),
-			done: [...document.querySelectorAll('.msg.assistant .text')].filter(e => e.textContent.startsWith('Done')).length})`)
+	p.wait(`document.querySelector('#session-status .badge')?.dataset.status === 'idle' && document.querySelector('#session-turns').textContent !== '0'`, "idle with turns counted")
+	if got := eval[string](p, `document.querySelector('#session-cost').textContent`); got == "$0.00" {
+		t.Errorf("session cost %s after a turn", got)
 	}
-	before := counts()
+	deltas := 0
+	for _, ev := range srv.events("/api/sessions/" + id) {
+		if e, _ := ev["event"].(map[string]any); ev["type"] == "stream_event" && e["type"] == "content_block_delta" {
+			deltas++
+		}
+	}
+	if deltas == 0 {
+		t.Error("the server sent no stream_event deltas: the streamed text came from elsewhere")
+	}
 
-	// Restart the server mid-session; events come while it is down and after.
-	key := "sessions/s1"
-	seen := srv.lastSeq(key)
-	restarted := make(chan struct{})
-	go func() {
-		defer close(restarted)
-		srv.Restart(1500*time.Millisecond, func() {
-			for _, m := range []string{"m1", "m2", "m3"} {
-				srv.emit(key, map[string]any{"type": "user_message", "content": m})
-			}
-		})
-	}()
+	// Restart the server: the page reconnects, and events the server wrote
+	// while shutting down and after show once each.
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Restart(time.Second) }()
 	p.wait(`document.querySelector('.conn').dataset.state === 'reconnecting' && document.querySelector('.conn').textContent === 'Reconnecting…'`, "the reconnecting state")
-	<-restarted
+	<-done
 	p.wait(`document.querySelector('.conn').dataset.state === 'live'`, "the connection back")
-	srv.emit(key, map[string]any{"type": "user_message", "content": "m4"})
-	p.wait(`[...document.querySelectorAll('.msg.user .text')].some(e => e.textContent === 'm4')`, "the event after reconnecting")
-	subs := srv.subscribes()
-	if len(subs) < 2 || subs[len(subs)-1] != seen {
-		t.Errorf("subscribes %v: want the last from seq %d", subs, seen)
-	}
-	want := strings.Replace(before, `"first line\nFix main.go"]`, `"first line\nFix main.go","m1","m2","m3","m4"]`, 1)
-	if got := counts(); got != want {
-		t.Errorf("after reconnecting:\n got %s\nwant %s", got, want)
-	}
-}
-
-func TestConsoleTranscriptXSS(t *testing.T) {
-	srv := startConsole(t)
-	b := browser.New(t)
-	p := loggedIn(t, b, srv, desktop, "#/runs/run-9/jobs/lint")
-	p.wait(`document.querySelector('.stream li') !== null`, "the stream tail")
-	p.do(chromedp.Click(chromedp.CSS("#tab-diff")))
-	p.wait(`document.querySelector('.dl.add') !== null`, "the diff")
-	if got := eval[string](p, `document.querySelector('.dl.del').textContent`); !strings.Contains(got, xss) {
-		t.Errorf("diff line %q does not show the payload as text", got)
-	}
-	p.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
-	p.wait(`document.querySelector('iframe.transcript') !== null`, "the transcript frame")
-	time.Sleep(300 * time.Millisecond) // let the frame load (and fail to run anything)
-	if got := eval[string](p, `document.querySelector('iframe.transcript').getAttribute('sandbox')`); got != "" {
-		t.Errorf("transcript frame sandbox=%q, want an empty (strictest) sandbox", got)
-	}
-	p.do(chromedp.Evaluate[chromedp.Void](`location.hash = '#/history/h-1'`))
-	p.wait(`document.querySelector('iframe.transcript') !== null`, "the history transcript")
-	time.Sleep(300 * time.Millisecond)
-	if !eval[bool](p, noXSS+` && !document.querySelector('main img')`) {
-		t.Error("a script in a transcript or a tool result ran")
+	say(p, "after the restart")
+	p.wait(`[...document.querySelectorAll('.msg.assistant .text')].some(e => e.textContent === 'Back after the restart.')`, "the answer after the restart")
+	// The turn's last events (its result, then idle) before reading the log.
+	p.wait(`[...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Turn done')).length === 2 &&
+		document.querySelector('#session-status .badge')?.dataset.status === 'idle'`, "the second turn's result")
+	checkShownOnce(t, p, srv.events("/api/sessions/"+id))
+	if !eval[bool](p, noXSS) {
+		t.Error("the payload ran")
 	}
 }
 
-// TestConsolePages screenshots every page at 375 and 1280 px, light and
-// dark, and checks each with axe-core: no serious or critical violation.
+// checkShownOnce compares the conversation with the server's event log:
+// every user message and main-thread assistant message once, in seq order,
+// every permission request one card, every result one note.
+func checkShownOnce(t *testing.T, p page, evs []map[string]any) {
+	t.Helper()
+	var want []int
+	count := map[string]int{}
+	for _, ev := range evs {
+		typ, _ := ev["type"].(string)
+		count[typ]++
+		if typ == "user_message" || (typ == "assistant" && ev["parent_tool_use_id"] == nil) {
+			want = append(want, int(ev["seq"].(float64)))
+		}
+	}
+	got := eval[[]int](p, `[...document.querySelectorAll('#conversation [data-seq]')].map(e => Number(e.dataset.seq))`)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("messages shown by seq %v, want %v (the server's log: %v)", got, want, count)
+	}
+	shown := eval[map[string]int](p, `({permission_request: document.querySelectorAll('.permission').length,
+		result: [...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Turn ')).length,
+		cli_exited: [...document.querySelectorAll('.note')].filter(e => e.textContent.startsWith('Claude Code exited')).length})`)
+	if count["cli_exited"] == 0 {
+		t.Error("the server logged no cli_exited: nothing happened while the page was away")
+	}
+	for typ, n := range shown {
+		if n != count[typ] {
+			t.Errorf("%d %s shown, the server logged %d", n, typ, count[typ])
+		}
+	}
+}
+
+// TestConsolePages fills the console with real data (a run of three jobs, a
+// session whose finished turn read the payload back and whose second turn
+// waits for permission, the CLI's history), screenshots every page at 375
+// and 1280 px, light and dark, and checks each with axe-core: no serious or
+// critical violation, no sideways scrolling, and the payload never runs.
 func TestConsolePages(t *testing.T) {
-	srv := startConsole(t)
-	go srv.playRun("run-0", 0)
+	srv := startReal(t)
 	b := browser.New(t)
 	axe := browser.AxeSource(t)
-	// A session with a conversation and a permission waiting.
-	setup := loggedIn(t, b, srv, desktop, "#/sessions")
-	setup.do(chromedp.SendKeys(chromedp.CSS("input[name=repo]"), "/repo"), chromedp.Click(chromedp.CSS("#new-session button[type=submit]")))
-	setup.wait(`document.querySelector('.conn')?.dataset.state === 'live'`, "the session")
-	setup.do(chromedp.SendKeys(chromedp.CSS("#composer"), "Fix main.go"+kb.Enter))
-	setup.wait(`document.querySelector('.permission') !== null`, "the permission card")
+	setup := loggedIn(t, b, srv, desktop, "")
+	run := startRun(setup, srv)
+	sid := newSession(setup, srv)
+	writeTurn(setup)
+	say(setup, "SESSION-WRITE once more")
+	setup.wait(`document.querySelector('.permission:not(.resolved)') !== null`, "a waiting permission")
+	var sess struct {
+		CLISessionID string `json:"cli_session_id"`
+	}
+	srv.get("/api/sessions/"+sid, &sess)
+	cli := sess.CLISessionID
+	if cli == "" {
+		t.Fatal("the session has no CLI session id")
+	}
 
+	job := fmt.Sprintf("#/runs/%s/jobs/alpha", run)
 	pages := []struct{ name, route, ready string }{
-		{"runs", "#/runs", `document.querySelector('#runs tr[data-run=run-0]')`},
-		{"run", "#/runs/run-0", `document.querySelectorAll('#jobs tbody tr').length === 3`},
-		{"job-diff", "#/runs/run-0/jobs/lint", `document.querySelector('.stream li') && (window.__diff || (window.__diff = 1, document.querySelector('#tab-diff').click(), false)) || document.querySelector('.dl.add')`},
-		{"sessions", "#/sessions", `document.querySelector('#sessions tbody tr')`},
-		{"session", "#/sessions/s1", `document.querySelector('.permission') && document.querySelector('.conn').dataset.state === 'live'`},
+		{"runs", "#/runs", fmt.Sprintf(`document.querySelector('#runs tr[data-run=%q]')`, run)},
+		{"run", "#/runs/" + run, `document.querySelectorAll('#jobs tbody tr').length === 3 && document.querySelector('.run-head .badge')?.dataset.status === 'succeeded'`},
+		{"job-stream", job, `document.querySelector('.stream li')`},
+		{"job-diff", job, `document.querySelector('#tab-diff') && (window.__tab === 'diff' || (window.__tab = 'diff', document.querySelector('#tab-diff').click(), false)) && document.querySelector('.dl.add')`},
+		{"job-transcript", job, `document.querySelector('#tab-transcript') && (window.__tab === 'transcript' || (window.__tab = 'transcript', document.querySelector('#tab-transcript').click(), false)) && document.querySelector('#job-panel iframe.transcript, #job-panel pre.transcript-text')`},
+		{"sessions", "#/sessions", fmt.Sprintf(`document.querySelector('#sessions tr[data-session=%q]')`, sid)},
+		{"session", "#/sessions/" + sid, `document.querySelector('.permission:not(.resolved)') && document.querySelector('.conn').dataset.state === 'live'`},
 		{"history", "#/history", `document.querySelector('#history tbody tr') && document.querySelector('svg.chart')`},
-		{"transcript", "#/history/h-1", `document.querySelector('iframe.transcript')`},
+		{"transcript", "#/history/" + cli, `document.querySelector('pre.transcript-text')`},
 		{"signin", "#/runs", `(sessionStorage.clear(), dispatchEvent(new HashChangeEvent('hashchange')), true) && document.querySelector('input[name=token]')`},
 	}
 	dir := filepath.Join("testdata", "screenshots")
 	for _, v := range []browser.Viewport{{Width: 375, Height: 812}, {Width: 375, Height: 812, Dark: true}, desktop, {Width: 1280, Height: 900, Dark: true}} {
 		p := loggedIn(t, b, srv, v, "")
 		for _, pg := range pages {
-			p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", pg.route)))
+			p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf("window.__tab = ''; location.hash = %q", pg.route)))
 			p.wait(pg.ready, pg.name)
 			time.Sleep(150 * time.Millisecond) // fonts and layout settle
 			browser.Screenshot(t, p.ctx, filepath.Join(dir, fmt.Sprintf("%s-%s.png", pg.name, v)))
@@ -272,6 +355,72 @@ func TestConsolePages(t *testing.T) {
 			if w := eval[int](p, `document.documentElement.scrollWidth`); w > int(v.Width) {
 				t.Errorf("%s at %s: the page is %d px wide: it scrolls sideways", pg.name, v, w)
 			}
+			if !eval[bool](p, noXSS+` && !document.querySelector('main img, main script')`) {
+				t.Errorf("%s at %s: the payload ran or made an element", pg.name, v)
+			}
 		}
 	}
+	checkFrameUnstyled(t, b, srv, job)
+	// The transcript of the session shows the payload the tool read, as text.
+	p := loggedIn(t, b, srv, desktop, "#/history/"+cli)
+	p.wait(`document.querySelector('pre.transcript-text')`, "the transcript")
+	if got := eval[string](p, `document.querySelector('pre.transcript-text').textContent`); !strings.Contains(got, xss) {
+		t.Errorf("the transcript does not show the payload as text:\n%s", got)
+	}
+}
+
+// TestConsoleHostileTranscript runs against the stand-in: an export with a
+// raw script and an onerror image, which the real server never sends (its
+// exports escape), must not run in the sandboxed transcript frame; nor may
+// the payload in a diff line.
+func TestConsoleHostileTranscript(t *testing.T) {
+	srv := startStandIn(t)
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "#/runs/run-9/jobs/lint")
+	p.wait(`document.querySelector('.stream li') !== null`, "the stream tail")
+	p.do(chromedp.Click(chromedp.CSS("#tab-diff")))
+	p.wait(`document.querySelector('.dl.add') !== null`, "the diff")
+	if got := eval[string](p, `document.querySelector('.dl.del').textContent`); !strings.Contains(got, xss) {
+		t.Errorf("diff line %q does not show the payload as text", got)
+	}
+	for _, route := range []string{"", "#/history/h-1"} {
+		if route == "" {
+			p.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
+		} else {
+			p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", route)))
+		}
+		p.wait(`document.querySelector('iframe.transcript') !== null`, "the transcript frame")
+		time.Sleep(300 * time.Millisecond) // let the frame load (and fail to run anything)
+		if got := eval[string](p, `document.querySelector('iframe.transcript').getAttribute('sandbox')`); got != "" {
+			t.Errorf("transcript frame sandbox=%q, want an empty (strictest) sandbox", got)
+		}
+		if !eval[bool](p, noXSS+` && !document.querySelector('main img, main script')`) {
+			t.Errorf("%s: a script in a transcript or a diff ran", route)
+		}
+	}
+}
+
+// checkFrameUnstyled opens a job's transcript, the HTML export in a
+// sandboxed srcdoc frame: it inherits the console's Content-Security-Policy,
+// so the export's inline <style> does not apply (the reason history
+// transcripts are shown as text).
+func checkFrameUnstyled(t *testing.T, b *browser.Browser, srv *realServer, job string) {
+	t.Helper()
+	q := loggedIn(t, b, srv, desktop, job)
+	q.do(chromedp.Click(chromedp.CSS("#tab-transcript")))
+	q.wait(`document.querySelector('#job-panel iframe.transcript')`, "the job's transcript frame")
+	var style string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if style, err = browser.FrameStyle(q.ctx, "transcript", "max-width"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("style in the transcript frame: %v", err)
+	}
+	if style != "none" {
+		t.Errorf("the export's body has max-width %s in the frame: its inline style applied, so the CSP is not the console's", style)
+	}
+
 }

@@ -1,13 +1,14 @@
 // Package browser runs headless Chromium for tests, driven through the
 // DevTools protocol with chromedp: one browser per test with a bounded
-// lifetime, a tab per page, screenshots to files and an axe-core
-// accessibility check.
+// lifetime, a tab per page, screenshots to files, an axe-core
+// accessibility check and computed styles inside sandboxed frames.
 //
 //	b := browser.New(t)                       // skips (fails in CI) without chromium
 //	tab := b.Tab(t, browser.Viewport{Width: 375, Height: 800, Dark: true})
 //	chromedp.Do(tab, chromedp.Navigate(url))
 //	browser.Screenshot(t, tab, "page.png")
 //	v := browser.Axe(t, tab, browser.AxeSource(t)) // serious and critical violations
+//	mw, err := browser.FrameStyle(tab, "transcript", "max-width") // inside a scriptless frame
 package browser
 
 import (
@@ -84,6 +85,9 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Sandboxed frames in the page's own process: their DOM is then in
+		// the tab's DOM tree, where FrameStyle reads it.
+		chromedp.Flag("disable-features", "IsolateSandboxedIframes"),
 	)
 	if os.Geteuid() == 0 {
 		// Chromium refuses to start as root with its sandbox on; tests in

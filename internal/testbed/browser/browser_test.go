@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -54,5 +55,41 @@ func TestBrowser(t *testing.T) {
 	}
 	if !found {
 		t.Error("axe did not report the image without alt text")
+	}
+}
+
+// TestFrameStyle reads the computed style inside a scriptless sandboxed
+// srcdoc frame: the frame's inline style applies on a page without a CSP and
+// is blocked on a page whose CSP (which the frame inherits) forbids it.
+func TestFrameStyle(t *testing.T) {
+	b := New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/csp" {
+			w.Header().Set("Content-Security-Policy", "style-src 'self'")
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><html lang="en"><title>t</title>` +
+			`<iframe class="x" sandbox="" srcdoc="<style>body{max-width:123px}</style><p>hi"></iframe>`))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	for path, want := range map[string]string{"/": "123px", "/csp": "none"} {
+		tab := b.Tab(t, Viewport{Width: 800, Height: 600})
+		if err := chromedp.Do(tab, chromedp.Navigate("http://"+ln.Addr().String()+path)); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if got, err = FrameStyle(tab, "x", "max-width"); err == nil {
+				break
+			}
+		}
+		if err != nil || got != want {
+			t.Errorf("%s: max-width in the frame %q (%v), want %q", path, got, err, want)
+		}
 	}
 }

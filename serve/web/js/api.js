@@ -55,7 +55,7 @@ export async function request(method, path, body, as) {
   }
   const res = await fetch(path, init);
   const text = await res.text();
-  if (res.status === 401) {
+  if (res.status === 401 || (res.status === 403 && /wrong token/.test(text))) {
     onUnauthorized();
     throw new ApiError(401, 'the server refused the access token');
   }

@@ -50,6 +50,7 @@ export class Conversation {
     const mine = ev.client_msg_id && this.pending.get(ev.client_msg_id);
     if (mine) {
       mine.classList.remove('pending');
+      mine.dataset.seq = ev.seq;
       this.pending.delete(ev.client_msg_id);
       return;
     }

@@ -103,6 +103,15 @@ export function scroller(label, child) {
   return h('div', {class: 'scroll', role: 'region', 'aria-label': label, tabindex: '0'}, child);
 }
 
+/**
+ * labelCells gives each cell of a row its column's name (data-label): on a
+ * narrow screen a table.cards shows every row as a card of labelled values.
+ */
+export function labelCells(tr, names) {
+  [...tr.children].forEach((c, i) => { if (names[i]) c.setAttribute('data-label', names[i]); });
+  return tr;
+}
+
 /** errorBox shows an error message. */
 export function errorBox(err) {
   return h('p', {class: 'error', role: 'alert'}, String(err && err.message ? err.message : err));

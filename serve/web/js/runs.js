@@ -1,20 +1,26 @@
 // Runs: the list, a run's live job table and a job's stream, diff and transcript.
-import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce} from './dom.js';
+import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce, labelCells} from './dom.js';
 import {get, post, del, enc, Stream} from './api.js';
 import {unified} from './diff.js';
-import {transcriptFrame} from './transcript.js';
+import {transcriptView} from './transcript.js';
 import {streamLine} from './streamline.js';
 
-const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
+const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted', 'lost']);
+const jobDone = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
 
 function runID(r) { return r.id || r.run_id || ''; }
 
+// progress is [jobs finished, jobs in all] of a run object
+// ({jobs_total, jobs: the finished jobs, report}).
 function progress(r) {
   const jobs = Array.isArray(r.jobs) ? r.jobs : [];
-  const total = (r.totals && r.totals.jobs) || (typeof r.jobs === 'number' ? r.jobs : jobs.length);
-  const done = jobs.length ? jobs.filter((j) => finished.has(j.status)).length
-    : ['succeeded', 'failed', 'skipped', 'interrupted'].reduce((n, k) => n + ((r.totals && r.totals[k]) || 0), 0);
-  return [done, total];
+  const total = r.jobs_total || (r.report && r.report.totals && r.report.totals.jobs) || jobs.length;
+  return [jobs.filter((j) => jobDone.has(j.status)).length, total];
+}
+
+// runCost is what a run spent: its report's total once it has one.
+function runCost(r) {
+  return r.report && r.report.totals ? r.report.totals.cost_usd : r.spent_usd;
 }
 
 function progressBar(done, total, label) {
@@ -33,16 +39,17 @@ export function runsPage(el) {
       const runs = Array.isArray(data) ? data : (data && data.runs) || [];
       clear(list).removeAttribute('aria-busy');
       if (!runs.length) { list.append(h('p', {class: 'muted'}, 'No runs yet.')); return; }
-      list.append(scroller('Runs', h('table', {class: 'grid', id: 'runs'},
-        h('thead', {}, h('tr', {}, ['Run', 'Status', 'Progress', 'Cost', 'Started'].map((c) => h('th', {scope: 'col'}, c)))),
+      const names = ['Run', 'Status', 'Progress', 'Cost', 'Started'];
+      list.append(scroller('Runs', h('table', {class: 'grid cards', id: 'runs'},
+        h('thead', {}, h('tr', {}, names.map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, runs.map((r) => {
           const [done, total] = progress(r);
-          return h('tr', {'data-run': runID(r)},
+          return labelCells(h('tr', {'data-run': runID(r)},
             h('th', {scope: 'row'}, h('a', {href: '#/runs/' + enc(runID(r))}, runID(r))),
             h('td', {}, badge(r.status || 'running')),
             h('td', {}, progressBar(done, total, `Jobs finished in run ${runID(r)}`)),
-            h('td', {class: 'n'}, money(r.totals ? r.totals.cost_usd : r.cost_usd)),
-            h('td', {}, when(r.started_at)));
+            h('td', {class: 'n'}, money(runCost(r))),
+            h('td', {}, when(r.started_at))), names);
         })))));
     } catch (err) { clear(list).append(errorBox(err)); }
   };
@@ -96,7 +103,7 @@ export function runPage(el, id) {
   let report = {run_id: id, status: 'running', jobs: []};
   el.append(h('p', {}, h('a', {href: '#/runs'}, '← Runs')),
     h('div', {class: 'title'}, h('h1', {}, 'Run ', h('code', {}, id)), state, stop), head,
-    scroller('Jobs', h('table', {class: 'grid', id: 'jobs'},
+    scroller('Jobs', h('table', {class: 'grid cards', id: 'jobs'},
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))), body, foot)));
 
   const row = (name) => {
@@ -119,8 +126,9 @@ export function runPage(el, id) {
       h('td', {class: 'n'}, num(tokens(j.usage))),
       h('td', {class: 'n'}, num(j.num_turns)),
       h('td', {class: 'n'}, j.duration_ms ? duration(j.duration_ms) : ''),
-      h('td', {class: 'n'}, j.files_changed ? `${j.files_changed} files +${j.insertions || 0} −${j.deletions || 0}` : ''),
+      h('td', {class: 'n'}, j.files_changed ? `${j.files_changed} file${j.files_changed === 1 ? '' : 's'} +${j.insertions || 0} −${j.deletions || 0}` : ''),
       h('td', {}, j.branch ? h('code', {}, j.branch) : ''));
+    labelCells(r.tr, cols);
   };
   const totals = () => {
     const jobs = [...rows.values()].map((r) => r.job);
@@ -132,36 +140,44 @@ export function runPage(el, id) {
     const tok = report.totals && finished.has(report.status)
       ? tokens(report.totals) : jobs.reduce((s, j) => s + tokens(j.usage), 0);
     const done = jobs.filter((j) => finished.has(j.status)).length;
-    clear(foot).append(h('tr', {},
+    clear(foot).append(labelCells(h('tr', {},
       h('th', {scope: 'row'}, 'Total'),
-      h('td', {}, progressBar(done, Math.max(t.jobs || 0, jobs.length), 'Jobs finished')),
+      h('td', {}, progressBar(done, Math.max(t.jobs || 0, report.jobs_total || 0, jobs.length), 'Jobs finished')),
       h('td'),
       h('td', {class: 'n', id: 'total-cost'}, money(t.cost_usd)),
       h('td', {class: 'n', id: 'total-tokens'}, num(tok)),
       h('td', {class: 'n', id: 'total-turns'}, num(t.num_turns)),
-      h('td', {colspan: '3'})));
+      h('td', {colspan: '3'})), ['', 'Finished', '', 'Cost', 'Tokens', 'Turns']));
     clear(head).append(h('p', {}, 'Status ', badge(report.status), report.started_at ? ` · started ${when(report.started_at)}` : ''));
     stop.hidden = finished.has(report.status);
   };
   const apply = (ev) => {
     switch (ev.type) {
-      case 'run_started': report.status = 'running'; break;
+      case 'run_started': report.status = 'running'; report.jobs_total = ev.jobs; break;
       case 'job_started': draw(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
       case 'api_retry': draw(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
       case 'job_retry': draw(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
       case 'job_finished': if (ev.result) draw(ev.result.name || ev.job, ev.result); break;
+      case 'run_snapshot': if (ev.run) setRun(ev.run); break;
       case 'run_finished':
-        if (ev.report) { report = ev.report; (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
+        if (ev.report) { report = Object.assign({}, ev.report, {jobs_total: report.jobs_total}); (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
         announce('Run finished: ' + report.status);
         break;
       default: return;
     }
     totals();
   };
+  // setRun takes a run object ({status, started_at, jobs_total, jobs,
+  // report}); a finished status the events already gave is kept.
+  const setRun = (r) => {
+    if (finished.has(report.status) && !finished.has(r.status)) return;
+    if (r.report) report = Object.assign({}, r.report);
+    Object.assign(report, {status: r.status, started_at: r.started_at || report.started_at, jobs_total: r.jobs_total});
+    (r.jobs || []).forEach((j) => draw(j.name, j));
+  };
   get('/api/runs/' + enc(id)).then((r) => {
     if (!r) return;
-    report = Object.assign(report, r);
-    (r.jobs || []).forEach((j) => draw(j.name, j));
+    setRun(r);
     totals();
   }).catch((err) => head.append(errorBox(err)));
   totals();
@@ -185,7 +201,7 @@ export function jobPage(el, id, job) {
       p.append(refresh, streamList(data));
     }],
     ['diff', 'Diff', async (p) => p.append(unified(await get(base + '/diff', 'text')))],
-    ['transcript', 'Transcript', async (p) => p.append(transcriptFrame(await get(base + '/transcript', 'text'), `Transcript of job ${job}`))],
+    ['transcript', 'Transcript', async (p) => p.append(transcriptView(await get(base + '/transcript?format=text', 'text'), `Transcript of job ${job}`))],
   ];
   const list = h('div', {role: 'tablist', 'aria-label': 'Job views', class: 'tabs'});
   const panel = h('div', {role: 'tabpanel', id: 'job-panel', tabindex: '0'});

@@ -1,5 +1,5 @@
 // Sessions: the list, creating one, and a live conversation.
-import {h, clear, badge, money, num, when, field, scroller, errorBox, announce} from './dom.js';
+import {h, clear, badge, money, num, when, field, scroller, errorBox, announce, labelCells} from './dom.js';
 import {get, post, del, enc, Stream} from './api.js';
 import {connState} from './runs.js';
 import {Conversation} from './conversation.js';
@@ -16,16 +16,17 @@ export function sessionsPage(el) {
       const all = Array.isArray(data) ? data : (data && data.sessions) || [];
       clear(list).removeAttribute('aria-busy');
       if (!all.length) { list.append(h('p', {class: 'muted'}, 'No sessions yet.')); return; }
-      list.append(scroller('Sessions', h('table', {class: 'grid', id: 'sessions'},
-        h('thead', {}, h('tr', {}, ['Session', 'Status', 'Repository', 'Model', 'Turns', 'Cost', 'Created'].map((c) => h('th', {scope: 'col'}, c)))),
-        h('tbody', {}, all.map((s) => h('tr', {'data-session': s.id},
+      const names = ['Session', 'Status', 'Repository', 'Model', 'Turns', 'Cost', 'Created'];
+      list.append(scroller('Sessions', h('table', {class: 'grid cards', id: 'sessions'},
+        h('thead', {}, h('tr', {}, names.map((c) => h('th', {scope: 'col'}, c)))),
+        h('tbody', {}, all.map((s) => labelCells(h('tr', {'data-session': s.id},
           h('th', {scope: 'row'}, h('a', {href: '#/sessions/' + enc(s.id)}, s.name || s.id)),
           h('td', {}, badge(s.status)),
           h('td', {}, s.repo || ''),
           h('td', {}, s.model || ''),
           h('td', {class: 'n'}, num(s.num_turns)),
           h('td', {class: 'n'}, money(s.cost_usd)),
-          h('td', {}, when(s.created_at))))))));
+          h('td', {}, when(s.created_at))), names))))));
     } catch (err) { clear(list).append(errorBox(err)); }
   };
   load();
