@@ -13,7 +13,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 )
 
 // EnvChromium names the environment variable that points tests at a
@@ -183,7 +184,7 @@ func AxeSource(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv(EnvAxe)
 	if path == "" {
-		if root, err := moduleRoot(); err == nil {
+		if root, err := claudetest.ModuleRoot(); err == nil {
 			path = filepath.Join(root, cachedAxe)
 		}
 	}
@@ -214,23 +215,4 @@ func Axe(t testing.TB, ctx context.Context, source string) []Violation {
 		t.Fatalf("run axe-core: %v", err)
 	}
 	return out
-}
-
-// moduleRoot returns the nearest directory at or above the working
-// directory holding a go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -54,7 +54,7 @@ func Binary(t testing.TB) string {
 	}
 	path := os.Getenv(EnvVar)
 	if path == "" {
-		if root, err := moduleRoot(); err == nil {
+		if root, err := ModuleRoot(); err == nil {
 			path = filepath.Join(root, cachedBinary)
 		}
 	}
@@ -71,9 +71,9 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
-// moduleRoot returns the nearest directory at or above the working directory
-// holding a go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot returns the nearest directory at or above the working directory
+// holding a go.mod: where `make` installs the test tools (.cache/).
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
