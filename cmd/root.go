@@ -82,6 +82,7 @@ func NewRootCmd(io *IO) *cobra.Command {
 		NewCmdHistory(io),
 		NewCmdReport(io),
 		NewCmdClean(io),
+		NewCmdSchema(io),
 	)
 	return root
 }
