@@ -189,7 +189,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	if r == nil {
 		return err
 	}
-	outErr := writeOutputs(io, o, r, github)
+	outErr := writeOutputs(io, o, r, github, runner.RunReportPath(plan))
 	if !o.JSON {
 		printRunSummary(io, plan, r)
 	}

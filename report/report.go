@@ -178,6 +178,14 @@ type Job struct {
 	Audit string `json:"audit,omitempty"`
 	// Timings says where the job's time went.
 	Timings Timings `json:"timings,omitzero"`
+	// Pushed is true when pneuma pushed the job's branch to its remote
+	// (jobs with push or pull_request).
+	Pushed bool `json:"pushed,omitempty"`
+	// PRURL is the pull request pneuma opened for the job's branch.
+	PRURL string `json:"pr_url,omitempty"`
+	// Warnings are problems after the job's outcome that did not change it
+	// (a failed push or pull request).
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Timings breaks a job's duration down, in milliseconds.
