@@ -260,6 +260,11 @@ func printRunSummary(io *IO, plan *runner.Plan, r *report.Report) {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", w.Message)
 	}
+	for _, j := range r.Jobs {
+		for _, w := range j.Warnings {
+			fmt.Fprintf(io.ErrOut, "warning: job %s: %s\n", j.Name, w.Message)
+		}
+	}
 }
 
 // runExit maps a run's status to the command's exit.

@@ -69,6 +69,9 @@ type JobSpec struct {
 	Retries            int               `yaml:"retries"`
 	Verify             *VerifySpec       `yaml:"verify"`
 	Policy             *policy.Spec      `yaml:"policy"`
+	PullRequest        *PullRequestSpec  `yaml:"pull_request"`
+	Push               *bool             `yaml:"push"`
+	Remote             string            `yaml:"remote"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -461,6 +464,7 @@ func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
 			d.errorAt(j.pos["env"], "env name %q is not a valid environment variable name", k)
 		}
 	}
+	d.validatePublish(j)
 	_ = isDefaults
 }
 
