@@ -6,8 +6,9 @@ CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claud
 AXE_DIR        := .cache/axe
 GO             ?= go
 FUZZTIME       ?= 10s
+GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
 
-.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet clean
+.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet clean release-snapshot actionlint
 
 all: build
 
@@ -38,6 +39,7 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 test: claude test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
+	$(MAKE) actionlint
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console)
@@ -75,5 +77,14 @@ demo: build claude
 vet:
 	$(GO) vet ./...
 
+## actionlint: lint action.yml and the example GitHub workflows (pinned actionlint, built with Go)
+actionlint:
+	GO=$(GO) ./scripts/actionlint.sh
+
+## release-snapshot: build every release archive and checksums.txt into dist/ with the pinned
+## goreleaser (run through the Go toolchain; no tag, nothing published)
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean --skip=publish
+
 clean:
-	rm -rf bin .cache
+	rm -rf bin .cache dist
