@@ -10,7 +10,9 @@ FUZZTIME       ?= 10s
 # the Go module proxy), pinned: v0.8.2 is the newest release and supports Go 1.26.
 STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean
+GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
+
+.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
 
 all: build
 
@@ -41,6 +43,7 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 test: lint claude test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
+	$(MAKE) actionlint
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console)
@@ -90,5 +93,14 @@ platforms:
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) build ./...
 
+## actionlint: lint action.yml and the example GitHub workflows (pinned actionlint, built with Go)
+actionlint:
+	GO=$(GO) ./scripts/actionlint.sh
+
+## release-snapshot: build every release archive and checksums.txt into dist/ with the pinned
+## goreleaser (run through the Go toolchain; no tag, nothing published)
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean --skip=publish
+
 clean:
-	rm -rf bin .cache
+	rm -rf bin .cache dist

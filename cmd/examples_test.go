@@ -178,7 +178,7 @@ func loadExample(t *testing.T, path string) []*yaml.Node {
 // wantCalls is how many pneuma commands each example holds, so a change that
 // hides one from the checks below is noticed.
 var wantCalls = map[string]int{
-	"github-actions.yml":          2,
+	"github-actions.yml":          1, // the shards run pneuma through its action (TestGitHubExampleShardsAgree)
 	"gitlab-ci.yml":               3,
 	"kubernetes-indexed-job.yaml": 1,
 	"kubernetes-merge-job.yaml":   1,
@@ -288,9 +288,9 @@ func exampleDocs(t *testing.T, name string) []map[string]any {
 	return out
 }
 
-// TestGitHubExampleShardsAgree checks the matrix lists shards 1..N, the run
-// step passes --shard ${{ matrix.shard }}/N, and the merge job writes the
-// step summary.
+// TestGitHubExampleShardsAgree checks the matrix lists shards 1..N, the
+// pneuma step (the action's shard input, or a run step's --shard) runs
+// ${{ matrix.shard }}/N, and the merge job writes the step summary.
 func TestGitHubExampleShardsAgree(t *testing.T) {
 	wf := exampleDocs(t, "github-actions.yml")[0]
 	jobs := wf["jobs"].(map[string]any)
@@ -301,15 +301,28 @@ func TestGitHubExampleShardsAgree(t *testing.T) {
 			t.Fatalf("matrix.shard is %v, want 1..N", list)
 		}
 	}
-	var runs []string
+	var shards []string // the shard each pneuma step runs, from its action's input or flag
+	root := NewRootCmd(&IO{In: strings.NewReader(""), Out: goio.Discard, ErrOut: goio.Discard, Getenv: func(string) string { return "" }})
 	for _, s := range shard["steps"].([]any) {
-		if r, ok := s.(map[string]any)["run"].(string); ok {
-			runs = append(runs, r)
+		step := s.(map[string]any)
+		if r, ok := step["run"].(string); ok && strings.Contains(r, "--shard ") {
+			shards = append(shards, strings.Fields(r[strings.Index(r, "--shard "):])[1])
+		}
+		if uses, _ := step["uses"].(string); strings.HasPrefix(uses, "pneuma-cli/pneuma@") {
+			with, _ := step["with"].(map[string]any)
+			if sh, _ := with["shard"].(string); sh != "" {
+				shards = append(shards, sh)
+			}
+			if extra, _ := with["args"].(string); extra != "" {
+				for _, p := range checkInvocation(root, true, invocation{where: "github-actions.yml action args", args: append([]string{"run"}, strings.Fields(extra)...)}) {
+					t.Error(p)
+				}
+			}
 		}
 	}
-	want := fmt.Sprintf("--shard ${{ matrix.shard }}/%d", len(list))
-	if !slices.ContainsFunc(runs, func(r string) bool { return strings.Contains(r, want) }) {
-		t.Errorf("no run step passes %q: %q", want, runs)
+	want := fmt.Sprintf("${{ matrix.shard }}/%d", len(list))
+	if len(shards) != 1 || shards[0] != want {
+		t.Errorf("the shard job runs shards %q, want one step running %q", shards, want)
 	}
 	merge := jobs["merge"].(map[string]any)
 	if merge["needs"] != "shard" || merge["if"] != "always()" {

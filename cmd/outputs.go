@@ -9,9 +9,10 @@ import (
 )
 
 // writeOutputs writes the CI outputs a run asked for: a copy of report.json,
-// JUnit XML, a Markdown summary (and $GITHUB_STEP_SUMMARY), and GitHub
-// annotations for failed jobs. It tries every output and returns all errors.
-func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
+// JUnit XML, a Markdown summary (and $GITHUB_STEP_SUMMARY), the step outputs
+// in $GITHUB_OUTPUT (outputs_github.go), and GitHub annotations for failed
+// jobs. It tries every output and returns all errors.
+func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool, runReport string) error {
 	var errs []error
 	if o.Report != "" {
 		if err := report.WriteJSON(o.Report, r); err != nil {
@@ -33,6 +34,11 @@ func writeOutputs(io *IO, o *RunOptions, r *report.Report, github bool) error {
 	if path := io.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
 		if err := report.AppendSummary(path, r); err != nil {
 			errs = append(errs, fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err))
+		}
+	}
+	if path := io.Getenv("GITHUB_OUTPUT"); path != "" {
+		if err := appendGitHubOutput(path, githubOutputs(o, r, runReport)); err != nil {
+			errs = append(errs, fmt.Errorf("GITHUB_OUTPUT: %w", err))
 		}
 	}
 	if github {

@@ -86,7 +86,7 @@ func NewRootCmd(io *IO) *cobra.Command {
 		Short:         "Run Claude Code headlessly at scale, and account for what it did",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       currentBuild().Version,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &UsageError{Err: err, Usage: c.UsageString()}
@@ -97,7 +97,10 @@ func NewRootCmd(io *IO) *cobra.Command {
 		NewCmdReport(io),
 		NewCmdClean(io),
 		NewCmdServe(io, nil),
+		NewCmdSchema(io),
+		NewCmdVersion(io),
 	)
+	registerCompletions(root, io)
 	return root
 }
 

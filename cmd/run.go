@@ -204,7 +204,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	if r == nil {
 		return err
 	}
-	outErr := writeOutputs(io, o, r, github)
+	outErr := writeOutputs(io, o, r, github, runner.RunReportPath(plan))
 	if !o.JSON {
 		printRunSummary(io, plan, r)
 	}
@@ -274,6 +274,11 @@ func printRunSummary(io *IO, plan *runner.Plan, r *report.Report) {
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", w.Message)
+	}
+	for _, j := range r.Jobs {
+		for _, w := range j.Warnings {
+			fmt.Fprintf(io.ErrOut, "warning: job %s: %s\n", j.Name, w.Message)
+		}
 	}
 }
 

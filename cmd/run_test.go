@@ -46,7 +46,7 @@ func run(t *testing.T, dir string, env map[string]string, args ...string) result
 		if v, ok := env[k]; ok {
 			return v
 		}
-		if k == "GITHUB_ACTIONS" || k == "GITHUB_STEP_SUMMARY" || strings.HasPrefix(k, "PNEUMA_") || k == "CI_NODE_INDEX" || k == "BUILDKITE_PARALLEL_JOB" || k == "JOB_COMPLETION_INDEX" {
+		if k == "GITHUB_ACTIONS" || k == "GITHUB_STEP_SUMMARY" || k == "GITHUB_OUTPUT" || strings.HasPrefix(k, "PNEUMA_") || k == "CI_NODE_INDEX" || k == "BUILDKITE_PARALLEL_JOB" || k == "JOB_COMPLETION_INDEX" {
 			return "" // keep the developer's CI environment out
 		}
 		return os.Getenv(k)
@@ -360,7 +360,7 @@ func pneuma(t *testing.T, dir string, args ...string) *exec.Cmd {
 	}
 	c := exec.Command(exe, args...)
 	c.Dir = dir
-	c.Env = append(os.Environ(), "PNEUMA_TEST_MAIN=1", "GITHUB_ACTIONS=", "GITHUB_STEP_SUMMARY=")
+	c.Env = append(os.Environ(), "PNEUMA_TEST_MAIN=1", "GITHUB_ACTIONS=", "GITHUB_STEP_SUMMARY=", "GITHUB_OUTPUT=")
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return c
 }

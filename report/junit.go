@@ -44,12 +44,13 @@ type (
 		Value string `xml:"value,attr"`
 	}
 	junitCase struct {
-		Name      string        `xml:"name,attr"`
-		Classname string        `xml:"classname,attr"`
-		Time      string        `xml:"time,attr"`
-		Skipped   *junitSkipped `xml:"skipped"`
-		Failure   *junitFailure `xml:"failure"`
-		SystemOut *junitText    `xml:"system-out"`
+		Name       string          `xml:"name,attr"`
+		Classname  string          `xml:"classname,attr"`
+		Time       string          `xml:"time,attr"`
+		Properties *junitPropsList `xml:"properties,omitempty"`
+		Skipped    *junitSkipped   `xml:"skipped"`
+		Failure    *junitFailure   `xml:"failure"`
+		SystemOut  *junitText      `xml:"system-out"`
 	}
 	junitSkipped struct {
 		Message string `xml:"message,attr,omitempty"`
@@ -67,7 +68,7 @@ type (
 )
 
 // WriteJUnit writes r as JUnit XML: one test suite for the run, one test case
-// per job with its time in seconds, a failure carrying the reason and error
+// per job with its time in seconds and its properties (caseProps), a failure carrying the reason and error
 // for failed and interrupted jobs, skipped for skipped ones, and the job's
 // final result text in system-out. Text is cleaned of ANSI escapes and of
 // characters XML forbids.
@@ -80,16 +81,17 @@ func WriteJUnit(w io.Writer, r *Report) error {
 	if !r.StartedAt.IsZero() {
 		suite.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
 	}
-	props := []junitProp{{"run_id", r.RunID}, {"status", r.Status}, {"cost_usd", formatUSD(r.Totals.CostUSD)}}
+	props := []junitProp{{"run_id", r.RunID}, {"status", r.Status}, {"cost_usd", plainUSD(r.Totals.CostUSD)}}
 	if r.Shard != nil {
 		props = append(props, junitProp{"shard", fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Total)})
 	}
 	suite.Properties = &junitPropsList{Props: cleanProps(props)}
 	for _, j := range r.Jobs {
 		c := junitCase{
-			Name:      CleanText(j.Name),
-			Classname: "pneuma",
-			Time:      seconds(time.Duration(j.DurationMS) * time.Millisecond),
+			Name:       CleanText(j.Name),
+			Classname:  "pneuma",
+			Time:       seconds(time.Duration(j.DurationMS) * time.Millisecond),
+			Properties: &junitPropsList{Props: caseProps(j)},
 		}
 		switch j.Status {
 		case StatusFailed, StatusInterrupted:
@@ -139,6 +141,28 @@ func suiteName(r *Report) string {
 	}
 	return CleanText(name)
 }
+
+// caseProps are a job's facts as test case properties, which the Jenkins
+// JUnit plugin and GitHub test-report actions show next to the case (the
+// form pytest's record_property writes): cost, tokens and turns always, the
+// rest when known.
+func caseProps(j Job) []junitProp {
+	props := []junitProp{
+		{"cost_usd", plainUSD(j.CostUSD)},
+		{"tokens", strconv.FormatInt(j.Usage.Total(), 10)},
+		{"turns", strconv.Itoa(j.NumTurns)},
+	}
+	for _, p := range []junitProp{{"model", j.Model}, {"session_id", j.SessionID}, {"branch", j.Branch}, {"pr_url", j.PRURL}} {
+		if p.Value != "" {
+			props = append(props, p)
+		}
+	}
+	return cleanProps(props)
+}
+
+// plainUSD is an amount of US dollars as a plain decimal ("0.012375"), for
+// the machines that read properties.
+func plainUSD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 func cleanProps(props []junitProp) []junitProp {
 	for i := range props {

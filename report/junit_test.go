@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,5 +210,50 @@ func TestWritersReportWriteErrors(t *testing.T) {
 	}
 	if err := GitHubAnnotations(failWriter{}, r); err == nil {
 		t.Error("GitHubAnnotations ignored a write error")
+	}
+}
+
+// Each test case carries the job's facts as properties, the ones a job has.
+func TestJUnitCaseProperties(t *testing.T) {
+	r := mixedReport()
+	r.Jobs[0].PRURL = "https://github.com/o/r/pull/7"
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Name  string `xml:"name,attr"`
+			Props []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		"lint": {"cost_usd": "0.012375", "tokens": "6580", "turns": "3", "model": "claude-opus-4-8",
+			"session_id": "0b5c8e0e-1111-4a7e-9a50-000000000001", "branch": "pneuma/20261122-130000-ab12/lint",
+			"pr_url": "https://github.com/o/r/pull/7"},
+		"docs": {"cost_usd": "0", "tokens": "0", "turns": "0"},
+	}
+	for _, c := range doc.Cases {
+		w, ok := want[c.Name]
+		if !ok {
+			continue
+		}
+		got := map[string]string{}
+		for _, p := range c.Props {
+			got[p.Name] = p.Value
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("case %s properties\n got %v\nwant %v", c.Name, got, w)
+		}
+		delete(want, c.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("cases not found: %v", want)
 	}
 }

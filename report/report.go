@@ -216,8 +216,9 @@ type Job struct {
 	Audit string `json:"audit,omitempty"`
 	// Timings says where the job's time went.
 	Timings Timings `json:"timings,omitzero"`
-	// Warnings are findings that make a success suspect (asked_question,
-	// mcp_failed, permission_denied).
+	// Warnings are findings that failed nothing but need a look: a success
+	// that is suspect (asked_question, mcp_failed, permission_denied), a
+	// failed push or pull request (push_failed, pr_failed).
 	Warnings []Warning `json:"warnings,omitempty"`
 	// RateLimit is the latest rate-limit state the job's CLI reported.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
@@ -227,6 +228,11 @@ type Job struct {
 	// FallbackModel is the job's fallback_model, when it has one; Model
 	// then names the model that served the last answer.
 	FallbackModel string `json:"fallback_model,omitempty"`
+	// Pushed is true when pneuma pushed the job's branch to its remote
+	// (jobs with push or pull_request).
+	Pushed bool `json:"pushed,omitempty"`
+	// PRURL is the pull request pneuma opened for the job's branch.
+	PRURL string `json:"pr_url,omitempty"`
 }
 
 // Timings breaks a job's duration down, in milliseconds.

@@ -149,6 +149,7 @@ func (r *run) finishJob(ctx context.Context, job *Job, res *report.Job, rec *rec
 		head = h // the job worked in the repository itself; pneuma commits nothing there
 	}
 	f.recordChanges(ctx, head)
+	publish(ctx, job, res, r.plan.RunID, r.opts.Environ)
 	f.archiveTranscript(ctx, r.tx, childEnv(r.opts.Environ, job.Env), sessionID)
 	if job.UseWorktree && r.removeWorktree(res) {
 		parked = r.release(ctx, f, watch)

@@ -73,6 +73,9 @@ type JobSpec struct {
 	FallbackModel      string            `yaml:"fallback_model"`
 	Expect             *ExpectSpec       `yaml:"expect"`
 	OutputSchema       SchemaSpec        `yaml:"output_schema"`
+	PullRequest        *PullRequestSpec  `yaml:"pull_request"`
+	Push               *bool             `yaml:"push"`
+	Remote             string            `yaml:"remote"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -469,6 +472,7 @@ func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
 			d.errorAt(j.pos["env"], "env name %q is not a valid environment variable name", k)
 		}
 	}
+	d.validatePublish(j)
 	_ = isDefaults
 }
 

@@ -116,6 +116,8 @@ type Job struct {
 	Retries     int               `json:"retries,omitempty"`
 	Verify      *VerifySpec       `json:"verify,omitempty"`
 	Policy      *policy.Spec      `json:"policy,omitempty"`
+	// Publish says where the job's branch goes when it succeeds with changes.
+	Publish *Publish `json:"publish,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
 	// FallbackModel is passed as --fallback-model (in Options.ExtraArgs)

@@ -180,7 +180,7 @@ func jobBasics(position int, spec JobSpec) *Job {
 		Name: spec.Name, Position: position, Slug: worktree.SanitizeName(spec.Name), Base: spec.Base,
 		UseWorktree: spec.Worktree == nil || *spec.Worktree, Commit: spec.Commit == nil || *spec.Commit,
 		Env: spec.Env, Timeout: spec.Timeout.Std(), IdleTimeout: spec.IdleTimeout.Std(),
-		Retries: spec.Retries, Verify: spec.Verify, Policy: spec.Policy,
+		Retries: spec.Retries, Verify: spec.Verify, Policy: spec.Policy, Publish: publishOf(spec),
 		FallbackModel: spec.FallbackModel, Expect: spec.Expect,
 	}
 	if j.Base == "" {
