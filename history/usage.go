@@ -582,12 +582,17 @@ func orderTargets(ctx context.Context, targets []*fileScan, summary bool, ix *in
 	return order, nil
 }
 
+// scanWindow is how many results per worker may wait for merging: enough
+// small files to keep the other workers busy while one reads a large one.
+const scanWindow = 64
+
 // scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
 // result to merge in owner order: the file a call was first written to comes
 // first, so a fork, which copies its parent's lines with their timestamps
-// (and begins with a "mode" line), is merged after its parent. At most a few
-// results per worker wait for merging, so memory does not grow with the
-// number of files.
+// (and begins with a "mode" line), is merged after its parent. At most
+// scanWindow results per worker wait for merging (a result is its calls,
+// about a hundred bytes each), so memory does not grow with the number of
+// files, and one large file does not stop the other workers.
 func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
 	order, err := orderTargets(ctx, targets, summary, ix)
 	if err != nil {
@@ -599,7 +604,7 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 		done[i] = make(chan *fileScan, 1)
 	}
 	jobs := make(chan int)
-	window := make(chan struct{}, 4*workers) // results scanned but not merged
+	window := make(chan struct{}, scanWindow*workers) // results scanned but not merged
 	g, ctx := errgroup.WithContext(ctx)
 	for w := 0; w < workers; w++ {
 		g.Go(func() error {
