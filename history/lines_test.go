@@ -101,11 +101,13 @@ func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("a\nb\n"), 8)
 	f.Add([]byte(`{"type":"assistant","message":{"usage":{"input_tokens":1}}}`+"\n{torn"), 16)
 	f.Add(bytes.Repeat([]byte("x"), 100), 10)
+	f.Add([]byte(`{"type":"assist\u0061nt","timestamp":"2026-02-30T01:02:03.456Z","requestId":"r\u0031","message":{"id":"m","model":"x\"y","usage":{}}}`+"\n"), 1024)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		if max < 1 || max > 1<<16 {
 			max = 1 << 16
 		}
 		lr := NewLineReader(bytes.NewReader(data), max)
+		sc := newScanner(false)
 		var total int
 		for {
 			l, err := lr.Next()
@@ -124,6 +126,20 @@ func FuzzReadLine(f *testing.F) {
 			total++
 			var li lineInfo
 			_ = scanLine(l, &li, true)
+			// The allocation-free readers of raw fields equal decoding them.
+			want, _ := time.Parse(time.RFC3339Nano, strValue(li.timestamp))
+			if got := parseTime(li.timestamp); !got.Equal(want) || got.Location() != want.Location() {
+				t.Fatalf("parseTime(%s) = %v, time.Parse = %v", li.timestamp, got, want)
+			}
+			if got, want := sc.rawCallKey(li.msgID, li.requestID), callKey(strValue(li.msgID), strValue(li.requestID)); got != want {
+				t.Fatalf("rawCallKey(%s, %s) differs from callKey", li.msgID, li.requestID)
+			}
+			if got := internModel(map[string]string{}, li.model); got != strValue(li.model) {
+				t.Fatalf("internModel(%s) = %q", li.model, got)
+			}
+			if strIs(li.typ, "assistant") != (strValue(li.typ) == "assistant") || strEmpty(li.msgID) != (strValue(li.msgID) == "") {
+				t.Fatalf("strIs or strEmpty differ from strValue on %s, %s", li.typ, li.msgID)
+			}
 			var u Usage
 			_ = parseUsage(li.usage, &u)
 			_, _ = promptText(li.content)
