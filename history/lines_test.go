@@ -2,9 +2,11 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func readAll(t *testing.T, in string, max int) ([]string, ReadStats) {
@@ -64,8 +66,8 @@ func TestScanLine(t *testing.T) {
 	if err := scanLine(line, &li, true); err != nil {
 		t.Fatal(err)
 	}
-	if li.typ != "assistant" || li.msgID != "msg_1" || li.requestID != "req_1" || li.model != "claude-opus-4-8" ||
-		!li.isSidechain || li.cwd != "/home/é" || string(li.usage) != `{"input_tokens":1}` || li.content[0] != '[' {
+	if !strIs(li.typ, "assistant") || !strIs(li.msgID, "msg_1") || !strIs(li.requestID, "req_1") || !strIs(li.model, "claude-opus-4-8") ||
+		!li.isSidechain || strValue(li.cwd) != "/home/é" || !strIs(li.cwd, "/home/é") || string(li.usage) != `{"input_tokens":1}` || li.content[0] != '[' {
 		t.Errorf("scanLine = %+v", li)
 	}
 	for _, bad := range []string{``, `[]`, `{`, `{"a":}`, `{"a":1,}`, `{"a":[1}`, `{"a":"x}`, `{"a":1} x`, `{"a" 1}`} {
@@ -99,11 +101,13 @@ func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("a\nb\n"), 8)
 	f.Add([]byte(`{"type":"assistant","message":{"usage":{"input_tokens":1}}}`+"\n{torn"), 16)
 	f.Add(bytes.Repeat([]byte("x"), 100), 10)
+	f.Add([]byte(`{"type":"assist\u0061nt","timestamp":"2026-02-30T01:02:03.456Z","requestId":"r\u0031","message":{"id":"m","model":"x\"y","usage":{}}}`+"\n"), 1024)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		if max < 1 || max > 1<<16 {
 			max = 1 << 16
 		}
 		lr := NewLineReader(bytes.NewReader(data), max)
+		sc := newScanner(false)
 		var total int
 		for {
 			l, err := lr.Next()
@@ -122,6 +126,20 @@ func FuzzReadLine(f *testing.F) {
 			total++
 			var li lineInfo
 			_ = scanLine(l, &li, true)
+			// The allocation-free readers of raw fields equal decoding them.
+			want, _ := time.Parse(time.RFC3339Nano, strValue(li.timestamp))
+			if got := parseTime(li.timestamp); !got.Equal(want) || got.Location() != want.Location() {
+				t.Fatalf("parseTime(%s) = %v, time.Parse = %v", li.timestamp, got, want)
+			}
+			if got, want := sc.rawCallKey(li.msgID, li.requestID), callKey(strValue(li.msgID), strValue(li.requestID)); got != want {
+				t.Fatalf("rawCallKey(%s, %s) differs from callKey", li.msgID, li.requestID)
+			}
+			if got := internModel(map[string]string{}, li.model); got != strValue(li.model) {
+				t.Fatalf("internModel(%s) = %q", li.model, got)
+			}
+			if strIs(li.typ, "assistant") != (strValue(li.typ) == "assistant") || strEmpty(li.msgID) != (strValue(li.msgID) == "") {
+				t.Fatalf("strIs or strEmpty differ from strValue on %s, %s", li.typ, li.msgID)
+			}
 			var u Usage
 			_ = parseUsage(li.usage, &u)
 			_, _ = promptText(li.content)
@@ -131,4 +149,41 @@ func FuzzReadLine(f *testing.F) {
 			t.Fatalf("returned %d lines, counted %d", total, lr.Stats.Lines)
 		}
 	})
+}
+
+// TestParseTime checks the allocation-free path of parseTime against
+// time.Parse, which it must equal.
+func TestParseTime(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-22T12:19:02.449Z", "2024-02-28T23:59:59.999Z", "2024-02-29T00:00:00.000Z", "2023-02-29T00:00:00.000Z",
+		"2026-13-01T00:00:00.000Z", "2026-00-01T00:00:00.000Z", "2026-01-01T24:00:00.000Z", "2026-01-01T00:60:00.000Z",
+		"2026-01-01T00:00:60.000Z", "2026-01-01T00:00:00.00xZ", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123+02:00",
+		"2026-01-01T00:00:00.123456789Z", "", "x", "2026-01-0a",
+	} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		raw, _ := json.Marshal(s)
+		if got := parseTime(raw); !got.Equal(want) || got.Location() != want.Location() {
+			t.Errorf("parseTime(%s) = %v, time.Parse = %v", raw, got, want)
+		}
+	}
+	want := time.Date(2026, 1, 1, 0, 0, 0, 123e6, time.UTC)
+	if got := parseTime([]byte(`"2026-01-01T00:00:00.12\u0033Z"`)); !got.Equal(want) {
+		t.Errorf("parseTime of an escaped timestamp = %v, want %v", got, want)
+	}
+}
+
+// TestRawCallKey checks that keys from raw strings equal callKey of their
+// decoded values, escapes included.
+func TestRawCallKey(t *testing.T) {
+	s := newScanner(false)
+	for _, c := range []struct{ msg, req, dm, dr string }{
+		{`"msg_1"`, `"req_1"`, "msg_1", "req_1"},
+		{`"msg_\u0031"`, `"req_1"`, "msg_1", "req_1"},
+		{`""`, `"r"`, "", "r"},
+		{`1`, `"r"`, "", "r"},
+	} {
+		if got, want := s.rawCallKey([]byte(c.msg), []byte(c.req)), callKey(c.dm, c.dr); got != want {
+			t.Errorf("rawCallKey(%s, %s) = %x, want callKey(%q, %q) = %x", c.msg, c.req, got, c.dm, c.dr, want)
+		}
+	}
 }

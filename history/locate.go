@@ -402,13 +402,13 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 // FileCwd returns the first "cwd" recorded in a transcript, or "" when none is
 // found in its first lines.
 func FileCwd(path string) string {
-	return peekField(path, func(li *lineInfo) string { return li.cwd })
+	return peekField(path, func(li *lineInfo) string { return strValue(li.cwd) })
 }
 
 // FileSessionID returns the first "sessionId" recorded in a transcript, or
 // "" when none is found in its first lines.
 func FileSessionID(path string) string {
-	return peekField(path, func(li *lineInfo) string { return li.sessionID })
+	return peekField(path, func(li *lineInfo) string { return strValue(li.sessionID) })
 }
 
 // peekField returns the first non-empty field of the first lines of a

@@ -13,13 +13,15 @@ import (
 
 var errSyntax = errors.New("malformed JSON line")
 
-// lineInfo is what scanLine extracts from one line.
+// lineInfo is what scanLine extracts from one line. String fields are kept
+// raw (quotes and escapes included, pointing into the line) so that a line
+// costs no allocation; str and strIs read them.
 type lineInfo struct {
-	typ, timestamp, sessionID, cwd, requestID  string
-	uuid, promptSource                         string
+	typ, timestamp, sessionID, cwd, requestID  []byte
+	uuid, promptSource                         []byte
 	isSidechain, isAPIError, isMeta, isCompact bool
 	parentNull                                 bool // "parentUuid":null
-	msgID, model, role                         string
+	msgID, model, role                         []byte
 	usage                                      []byte // raw message.usage object
 	content                                    []byte // raw message.content (only when asked)
 }
@@ -38,19 +40,19 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 		v := line[vs:ve]
 		switch string(key) {
 		case "type":
-			li.typ = strValue(v)
+			li.typ = v
 		case "timestamp":
-			li.timestamp = strValue(v)
+			li.timestamp = v
 		case "sessionId":
-			li.sessionID = strValue(v)
+			li.sessionID = v
 		case "cwd":
-			li.cwd = strValue(v)
+			li.cwd = v
 		case "requestId":
-			li.requestID = strValue(v)
+			li.requestID = v
 		case "uuid":
-			li.uuid = strValue(v)
+			li.uuid = v
 		case "promptSource":
-			li.promptSource = strValue(v)
+			li.promptSource = v
 		case "parentUuid":
 			li.parentNull = bytes.Equal(v, litNull)
 		case "isSidechain":
@@ -69,11 +71,11 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 				mv := line[s:e]
 				switch string(k) {
 				case "id":
-					li.msgID = strValue(mv)
+					li.msgID = mv
 				case "model":
-					li.model = strValue(mv)
+					li.model = mv
 				case "role":
-					li.role = strValue(mv)
+					li.role = mv
 				case "usage":
 					if len(mv) > 0 && mv[0] == '{' {
 						li.usage = mv
@@ -96,6 +98,36 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 		return errSyntax
 	}
 	return nil
+}
+
+// plainString returns the content of a raw JSON string without escapes, and
+// false for anything else (escapes, other values).
+func plainString(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		return nil, false
+	}
+	return inner, true
+}
+
+// strIs reports whether strValue(v) == s, without allocating for the
+// common unescaped spelling.
+func strIs(v []byte, s string) bool {
+	if inner, ok := plainString(v); ok {
+		return string(inner) == s
+	}
+	return strValue(v) == s
+}
+
+// strEmpty reports whether strValue(v) == "".
+func strEmpty(v []byte) bool {
+	if inner, ok := plainString(v); ok {
+		return len(inner) == 0
+	}
+	return strValue(v) == ""
 }
 
 // parseUsage reads a raw message.usage object into u without encoding/json

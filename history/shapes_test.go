@@ -52,7 +52,7 @@ func TestScanLineAcceptsDeepNesting(t *testing.T) {
 	deep := strings.Repeat("[", 200) + strings.Repeat("]", 200)
 	line := `{"type":"assistant","requestId":"r","message":{"id":"m","content":[{"type":"tool_use","input":{"x":` + deep + `}}],"usage":{"output_tokens":9}}}`
 	var li lineInfo
-	if err := scanLine([]byte(line), &li, false); err != nil || li.msgID != "m" || li.usage == nil {
+	if err := scanLine([]byte(line), &li, false); err != nil || !strIs(li.msgID, "m") || li.usage == nil {
 		t.Errorf("scanLine of valid JSON nested 200 deep: %v, %+v", err, li)
 	}
 	for _, bad := range []string{`{"a":` + strings.Repeat("[", 100) + `}`, `{"a":[}]}`} {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -172,13 +174,67 @@ type fileScan struct {
 // 128-bit FNV-1a over both, the same in every process (the index of
 // per-file summaries stores keys).
 func callKey(msgID, reqID string) [2]uint64 {
-	h := fnv.New128a()
-	h.Write([]byte(msgID))
+	return sumKey(fnv.New128a(), []byte(msgID), []byte(reqID))
+}
+
+func sumKey(h hash.Hash, msgID, reqID []byte) [2]uint64 {
+	h.Reset()
+	h.Write(msgID)
 	h.Write([]byte{0})
-	h.Write([]byte(reqID))
+	h.Write(reqID)
 	var sum [16]byte
 	h.Sum(sum[:0])
 	return [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}
+}
+
+// rawCallKey is callKey of two raw JSON strings (see lineInfo).
+func (s *scanner) rawCallKey(msgID, reqID []byte) [2]uint64 {
+	m, ok1 := plainString(msgID)
+	r, ok2 := plainString(reqID)
+	if !ok1 || !ok2 {
+		m, r = []byte(strValue(msgID)), []byte(strValue(reqID))
+	}
+	return sumKey(s.hash, m, r)
+}
+
+// internModel returns the model a raw JSON string names, one string per
+// model and file.
+func internModel(models map[string]string, raw []byte) string {
+	inner, ok := plainString(raw)
+	if !ok {
+		inner = []byte(strValue(raw))
+	}
+	if m, ok := models[string(inner)]; ok {
+		return m
+	}
+	m := string(inner)
+	models[m] = m
+	return m
+}
+
+// parseTime reads a raw JSON timestamp as time.Parse(time.RFC3339Nano)
+// does (the zero time when it cannot), without allocating for the CLI's
+// spelling, "2025-01-02T03:04:05.678Z".
+func parseTime(raw []byte) time.Time {
+	if len(raw) == 26 && raw[0] == '"' && raw[25] == '"' && raw[24] == 'Z' &&
+		raw[5] == '-' && raw[8] == '-' && raw[11] == 'T' && raw[14] == ':' && raw[17] == ':' && raw[20] == '.' {
+		var f [7]int
+		ok := true
+		for i, span := range [7][2]int{{1, 5}, {6, 8}, {9, 11}, {12, 14}, {15, 17}, {18, 20}, {21, 24}} {
+			for _, c := range raw[span[0]:span[1]] {
+				if c < '0' || c > '9' {
+					ok = false
+				}
+				f[i] = f[i]*10 + int(c-'0')
+			}
+		}
+		// Days up to 28 exist in every month; time.Parse checks the rest.
+		if ok && f[1] >= 1 && f[1] <= 12 && f[2] >= 1 && f[2] <= 28 && f[3] < 24 && f[4] < 60 && f[5] < 60 {
+			return time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], f[6]*1e6, time.UTC)
+		}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, strValue(raw))
+	return t
 }
 
 var (
@@ -188,15 +244,26 @@ var (
 	interruptKey = []byte(`[Request interrupted by user`)
 )
 
+// hasUsageKey reports whether line holds `"usage"`. The CLI writes usage
+// near the end of a line, after the contents, so the tail of a long line is
+// looked at first.
+func hasUsageKey(line []byte) bool {
+	if len(line) > 8<<10 && bytes.Contains(line[len(line)-2<<10:], usageKey) {
+		return true
+	}
+	return bytes.Contains(line, usageKey)
+}
+
 // scanner holds per-worker buffers.
 type scanner struct {
+	hash    hash.Hash
 	lr      *LineReader
 	li      lineInfo
 	summary bool
 }
 
 func newScanner(summary bool) *scanner {
-	return &scanner{lr: NewLineReader(nil, 0), summary: summary}
+	return &scanner{hash: fnv.New128a(), lr: NewLineReader(nil, 0), summary: summary}
 }
 
 // scanFile reads one transcript and collects its API calls (deduplicated
@@ -221,7 +288,7 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", fs.path, err)
 		}
-		hasUsage := bytes.Contains(line, usageKey)
+		hasUsage := hasUsageKey(line)
 		if !s.summary && !hasUsage {
 			// Compaction boundaries and interrupt markers are short lines;
 			// they make the transcript differ from the bill (flags).
@@ -245,8 +312,8 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 			continue
 		}
 		var ts time.Time
-		if li.timestamp != "" {
-			ts, _ = time.Parse(time.RFC3339Nano, li.timestamp)
+		if len(li.timestamp) > 2 {
+			ts = parseTime(li.timestamp)
 		}
 		if !ts.IsZero() {
 			if fs.start.IsZero() || ts.Before(fs.start) {
@@ -256,13 +323,13 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 				fs.last = ts
 			}
 		}
-		if fs.cwd == "" && li.cwd != "" {
-			fs.cwd = li.cwd
+		if fs.cwd == "" && li.cwd != nil {
+			fs.cwd = strValue(li.cwd)
 		}
 		if s.summary {
 			s.summarize(fs, li, line)
 		}
-		if li.typ == "assistant" && li.usage != nil {
+		if li.usage != nil && strIs(li.typ, "assistant") {
 			s.addCall(fs, li, ts, seen, models)
 		}
 	}
@@ -273,13 +340,15 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 // addCall records the API response of an assistant line, once per
 // (message id, request id) within the file.
 func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]uint64]int, models map[string]string) {
-	if li.isAPIError || li.model == "<synthetic>" {
+	if li.isAPIError || strIs(li.model, "<synthetic>") {
 		fs.apiErrors++
 		return
 	}
-	key := callKey(li.msgID, li.requestID)
-	if li.msgID == "" && li.requestID == "" {
-		key = callKey(li.uuid, "uuid")
+	var key [2]uint64
+	if strEmpty(li.msgID) && strEmpty(li.requestID) {
+		key = callKey(strValue(li.uuid), "uuid")
+	} else {
+		key = s.rawCallKey(li.msgID, li.requestID)
 	}
 	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
 	if err := parseUsage(li.usage, &c.usage); err != nil {
@@ -296,22 +365,17 @@ func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]
 		return
 	}
 	seen[key] = len(fs.calls)
-	m, ok := models[li.model]
-	if !ok {
-		m = li.model
-		models[m] = m
-	}
-	c.model = m
+	c.model = internModel(models, li.model)
 	fs.calls = append(fs.calls, c)
 }
 
 func (s *scanner) summarize(fs *fileScan, li *lineInfo, line []byte) {
-	switch li.typ {
-	case "system":
+	switch {
+	case strIs(li.typ, "system"):
 		if bytes.Contains(line, compactKey) {
 			fs.compacted++
 		}
-	case "user":
+	case strIs(li.typ, "user"):
 		if li.isSidechain && li.parentNull && !fs.agent {
 			fs.inlineAgents++
 		}
@@ -467,24 +531,39 @@ type scanTarget struct {
 }
 
 // orderTargets puts files in owner order (see scanOrdered), from the index
-// when it knows a file, else from the file's first bytes.
+// when it knows a file, else from the file's first bytes. The files are
+// looked at in parallel (GOMAXPROCS workers): each costs a few system calls.
 func orderTargets(ctx context.Context, targets []*fileScan, summary bool, ix *index) ([]scanTarget, error) {
 	order := make([]scanTarget, len(targets))
-	for i, f := range targets {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t := scanTarget{fs: f}
-		if ix != nil {
-			t.info, _ = checkRegular(f.path)
-			t.cached = ix.lookup(f.path, t.info, summary)
-		}
-		if t.cached != nil {
-			t.start, t.forkLike = t.cached.PeekStart, t.cached.ForkLike
-		} else {
-			t.start, t.forkLike = peekStart(f.path)
-		}
-		order[i] = t
+	var next atomic.Int64
+	g, ctx := errgroup.WithContext(ctx)
+	for range min(runtime.GOMAXPROCS(0), max(len(targets)/16, 1)) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(targets) {
+					return nil
+				}
+				if i&63 == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				f := targets[i]
+				t := scanTarget{fs: f}
+				if ix != nil {
+					t.info, _ = checkRegular(f.path)
+					t.cached = ix.lookup(f.path, t.info, summary)
+				}
+				if t.cached != nil {
+					t.start, t.forkLike = t.cached.PeekStart, t.cached.ForkLike
+				} else {
+					t.start, t.forkLike = peekStart(f.path)
+				}
+				order[i] = t
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
@@ -503,12 +582,17 @@ func orderTargets(ctx context.Context, targets []*fileScan, summary bool, ix *in
 	return order, nil
 }
 
+// scanWindow is how many results per worker may wait for merging: enough
+// small files to keep the other workers busy while one reads a large one.
+const scanWindow = 64
+
 // scanOrdered scans files in parallel (GOMAXPROCS workers) and hands each
 // result to merge in owner order: the file a call was first written to comes
 // first, so a fork, which copies its parent's lines with their timestamps
-// (and begins with a "mode" line), is merged after its parent. At most a few
-// results per worker wait for merging, so memory does not grow with the
-// number of files.
+// (and begins with a "mode" line), is merged after its parent. At most
+// scanWindow results per worker wait for merging (a result is its calls,
+// about a hundred bytes each), so memory does not grow with the number of
+// files, and one large file does not stop the other workers.
 func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
 	order, err := orderTargets(ctx, targets, summary, ix)
 	if err != nil {
@@ -520,7 +604,7 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 		done[i] = make(chan *fileScan, 1)
 	}
 	jobs := make(chan int)
-	window := make(chan struct{}, 4*workers) // results scanned but not merged
+	window := make(chan struct{}, scanWindow*workers) // results scanned but not merged
 	g, ctx := errgroup.WithContext(ctx)
 	for w := 0; w < workers; w++ {
 		g.Go(func() error {
