@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -267,6 +268,14 @@ func jsonType(n map[string]any) string {
 	if s, ok := n["type"].(string); ok {
 		return s
 	}
+	if list, ok := n["type"].([]any); ok { // several types: "object|string"
+		var names []string
+		for _, x := range list {
+			names = append(names, fmt.Sprint(x))
+		}
+		slices.Sort(names)
+		return strings.Join(names, "|")
+	}
 	val, ok := n["const"]
 	if !ok {
 		if e, ok := n["enum"].([]any); ok && len(e) > 0 {
@@ -301,6 +310,8 @@ func (w *walker) compare(path string, t reflect.Type, n map[string]any) {
 	switch {
 	case t == reflect.TypeFor[runner.Duration]():
 		want = "string"
+	case t == reflect.TypeFor[runner.SchemaSpec]():
+		want = "object|string" // a mapping is an inline schema, a string a path or JSON text
 	case t.Kind() == reflect.String:
 		want = "string"
 	case t.Kind() == reflect.Bool:
