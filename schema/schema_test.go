@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
-	"slices"
 	"strings"
 	"testing"
 
