@@ -89,7 +89,7 @@ func suspect(res *claude.Result, mcp []claude.MCPServer, permMode string) []repo
 			tools = append(tools, d.ToolName)
 		}
 		out = append(out, report.Warning{Code: report.WarnPermissionDenied,
-			Message: fmt.Sprintf("%d tool calls were refused in permission mode %q: %s", len(tools), permMode, strings.Join(tools, ", "))})
+			Message: fmt.Sprintf("%d tool call(s) refused in permission mode %q: %s", len(tools), permMode, strings.Join(tools, ", "))})
 	}
 	return out
 }

@@ -157,7 +157,17 @@ func (w *workspace) initApp(ctx context.Context) error {
 	if err := initRepo(ctx, w.App); err != nil {
 		return err
 	}
-	return commitAll(ctx, w.App, "Initial import")
+	if err := commitAll(ctx, w.App, "Initial import"); err != nil {
+		return err
+	}
+	// A bare repository stands in for the app's origin, so that fix-lint's
+	// push goes somewhere (its pull request needs gh, which the demo lacks).
+	origin := filepath.Join(w.Root, "origin.git")
+	if _, err := git(ctx, w.Root, "init", "-q", "--bare", origin); err != nil {
+		return err
+	}
+	_, err := git(ctx, w.App, "remote", "add", "origin", origin)
+	return err
 }
 
 func (w *workspace) initOther(ctx context.Context) error {
