@@ -188,13 +188,6 @@ func (g *gate) reserve() {
 	g.broadcast()
 }
 
-// limit is the current concurrency limit.
-func (g *gate) limit() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.conc.limit
-}
-
 // sleepUntil waits until at (forever when at is not in the future and wake
 // never comes), wake closes, or ctx ends.
 func sleepUntil(ctx context.Context, at time.Time, wake <-chan struct{}) error {
