@@ -70,15 +70,15 @@ EXIT STATUS
 func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Command {
 	v := viper.New()
 	cmd := &cobra.Command{
-		Use:   "run JOBS.yaml",
+		Use:   "run JOBS.yaml | run --resume RUN-ID [JOBS.yaml]",
 		Short: "Run Claude Code jobs concurrently in git worktrees",
 		Long:  runLong,
 		Example: `  pneuma run jobs.yaml
   pneuma run -j 8 --junit junit.xml --summary summary.md jobs.yaml
   pneuma run --shard 2/4 --report shard-2.json jobs.yaml
-  pneuma run --resume 20261122-134501-3fa9 jobs.yaml`,
+  pneuma run --resume 20261122-134501-3fa9`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
+			if len(args) > 1 || (len(args) == 0 && !resumeGiven(c, io)) {
 				return &UsageError{Err: fmt.Errorf("run takes one jobs file, got %d arguments", len(args)), Usage: c.UsageString()}
 			}
 			return nil
@@ -91,7 +91,9 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 			if opts.JSON {
 				markJSON(c) // PNEUMA_JSON or json: in the config file
 			}
-			opts.JobsFile = args[0]
+			if len(args) == 1 {
+				opts.JobsFile = args[0] // else --resume finds the run by its id
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -116,7 +118,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("shard", "", "run one shard of the plan, i/n (1-based; default: detected from CI)")
 	f.StringSlice("only", nil, "run only these jobs (comma-separated names)")
 	f.Bool("dry-run", false, "print the plan (repos, branches, CLI argv) and run nothing")
-	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest")
+	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest (the jobs file is optional)")
 	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
 	f.String("fallback-model", "", "model the CLI falls back to when the job's model is overloaded (for jobs without fallback_model)")
@@ -126,6 +128,13 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 		f.Lookup(name).DefValue = "0"
 	}
 	return cmd
+}
+
+// resumeGiven reports whether --resume (or PNEUMA_RESUME) is set, with
+// which the jobs file may be left out.
+func resumeGiven(c *cobra.Command, io *IO) bool {
+	v, _ := c.Flags().GetString("resume")
+	return v != "" || io.Getenv("PNEUMA_RESUME") != ""
 }
 
 // loadRunOptions reads flags, PNEUMA_* variables and the config file through
@@ -224,9 +233,11 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	if err != nil {
 		return nil, nil, &UsageError{Err: err}
 	}
-	file, err := runner.ReadFile(o.JobsFile)
-	if err != nil {
-		return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+	var file *runner.File
+	if o.JobsFile != "" {
+		if file, err = runner.ReadFile(o.JobsFile); err != nil {
+			return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+		}
 	}
 	bin, binErr := claude.Find(o.Claude, exec.LookPath)
 	if binErr != nil && !o.DryRun {
@@ -241,7 +252,13 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	var prior *runner.Journal
 	switch {
 	case o.Resume != "":
-		plan, prior, err = runner.ResumePlan(ctx, file, popts, o.Resume)
+		var warnings []string
+		plan, prior, warnings, err = runner.ResumePlan(ctx, file, popts, o.Resume)
+		for _, w := range warnings {
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+		}
+	case file == nil:
+		return nil, nil, &UsageError{Err: errors.New("run takes one jobs file (only --resume can do without)")}
 	case o.RerunFailed != "":
 		plan, err = runner.RerunPlan(ctx, file, popts, o.RerunFailed)
 	default:

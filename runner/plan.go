@@ -110,12 +110,15 @@ type Job struct {
 	Options     claude.Options `json:"options"`
 	// Env is not written to run.json (it may hold tokens); a resumed run
 	// takes it from the jobs file again.
-	Env         map[string]string `json:"-"`
-	Timeout     time.Duration     `json:"timeout,omitempty"`
-	IdleTimeout time.Duration     `json:"idle_timeout,omitempty"`
-	Retries     int               `json:"retries,omitempty"`
-	Verify      *VerifySpec       `json:"verify,omitempty"`
-	Policy      *policy.Spec      `json:"policy,omitempty"`
+	Env map[string]string `json:"-"`
+	// EnvKeys names the variables of Env, so that a run resumed without
+	// its jobs file can say which jobs lost theirs.
+	EnvKeys     []string      `json:"env_keys,omitempty"`
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	Retries     int           `json:"retries,omitempty"`
+	Verify      *VerifySpec   `json:"verify,omitempty"`
+	Policy      *policy.Spec  `json:"policy,omitempty"`
 	// JobDir is the job's folder in the run directory.
 	JobDir string `json:"job_dir"`
 	// FallbackModel is passed as --fallback-model (in Options.ExtraArgs)
