@@ -107,7 +107,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("keep-worktrees", "on-failure", "keep job worktrees: always, on-failure or never")
 	f.Int("pool", -1, "clean worktrees per repository kept in .pneuma/pool for the next run (default: the concurrency; 0: none)")
 	f.Float64("budget-usd", 0, "stop starting jobs once the run has spent this much (overrides budget_usd)")
-	f.Duration("stagger", -1, "time between CLI starts (default: the file's stagger, else 100ms)")
+	f.Duration("stagger", -1, "time between the CLI starts of a wave, the first start of each slot (default: the file's stagger, else 100ms)")
 	f.Duration("stop-grace", 2*time.Second, "wait after each step of stopping a job (interrupt, SIGINT, SIGTERM, SIGKILL)")
 	f.Bool("fail-fast", false, "stop the run at the first failed job")
 	f.BoolP("quiet", "q", false, "no progress output")

@@ -143,11 +143,10 @@ func NewRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// DefaultStagger spaces CLI starts: CLIs started at the same instant all
-// rewrite ~/.claude.json at once (the CLI's writes of it race at any time, so
-// no spacing removes the race; this one spreads the start of a run). It is
-// short because every start that comes within it of another waits: with
-// uniform jobs, whose ends cluster, 250ms made most jobs wait ~100 ms.
+// DefaultStagger spaces the CLI starts of a wave (the run's first start of
+// each slot, and the starts after a usage-limit hold), which would
+// otherwise all rewrite ~/.claude.json at the same instant. Later starts are
+// not spaced (spaceStart). docs/limits.md has the measurements.
 const DefaultStagger = 100 * time.Millisecond
 
 func (d Duration) set() bool { return d != 0 }
