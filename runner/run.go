@@ -313,7 +313,7 @@ func (r *run) finish(job *Job, res *report.Job) {
 		s.State = StateFinished
 		s.Result = &final
 	})
-	if err := r.journal.save(); err != nil {
+	if err := r.journal.sync(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
 	r.mu.Lock()
