@@ -44,6 +44,7 @@ type Journal struct {
 	// writes are coalesced into its next write.
 	dirty   chan struct{}
 	stopped chan struct{}
+	quit    chan struct{} // closed by stopWriter: no more pauses
 }
 
 // JournalData is what run.json holds.
@@ -62,7 +63,7 @@ type JournalData struct {
 // it on their way, only where durability matters (a finished job).
 func (j *Journal) startWriter() {
 	j.dirty = make(chan struct{}, 1)
-	j.stopped = make(chan struct{})
+	j.stopped, j.quit = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(j.stopped)
 		for range j.dirty {
@@ -71,7 +72,12 @@ func (j *Journal) startWriter() {
 			// costs as much as the whole journal, and a run of hundreds of
 			// jobs changes it many times a second. A finished job does not
 			// wait (sync); a kill loses at most this much of the rest.
-			time.Sleep(writerPause)
+			t := time.NewTimer(writerPause)
+			select {
+			case <-t.C:
+			case <-j.quit:
+			}
+			t.Stop()
 		}
 	}()
 }
@@ -89,6 +95,7 @@ func (j *Journal) touch() {
 
 // stopWriter ends the writer after its pending save.
 func (j *Journal) stopWriter() {
+	close(j.quit)
 	close(j.dirty)
 	<-j.stopped
 }
