@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -18,39 +19,56 @@ var ErrNotFound = errors.New("claude code cli not found")
 const installHint = "install it with `npm i -g @anthropic-ai/claude-code` or pass its path explicitly"
 
 // Find returns the absolute path of the CLI binary to run: explicit when set
-// (it must exist and be executable), otherwise "claude" looked up with
-// lookPath (exec.LookPath when nil). The path is absolute because os/exec
-// resolves a relative one against the child's Dir (the job's worktree).
-// Failures wrap ErrNotFound.
+// (it must exist and be executable), otherwise the first "claude" found on
+// PATH (lookPath, exec.LookPath when nil) or where its installers put it
+// (see Search). The path is absolute because os/exec resolves a relative one
+// against the child's Dir (the job's worktree). Failures wrap ErrNotFound.
 func Find(explicit string, lookPath func(string) (string, error)) (string, error) {
+	return Search{LookPath: lookPath}.Find(explicit)
+}
+
+// Find is the package-level Find with s's view of PATH, the environment and
+// the home directory.
+func (s Search) Find(explicit string) (string, error) {
 	if explicit != "" {
-		abs, err := filepath.Abs(explicit)
-		if err != nil {
-			return "", fmt.Errorf("%w: %s: %w", ErrNotFound, explicit, err)
-		}
-		explicit = abs
-		fi, err := os.Stat(explicit)
-		switch {
-		case err != nil:
-			return "", fmt.Errorf("%w: %s: %w", ErrNotFound, explicit, err)
-		case fi.IsDir():
-			return "", fmt.Errorf("%w: %s is a directory", ErrNotFound, explicit)
-		case fi.Mode().Perm()&0o111 == 0:
-			return "", fmt.Errorf("%w: %s is not executable", ErrNotFound, explicit)
-		}
-		return explicit, nil
+		return checkExplicit(explicit)
 	}
+	lookPath := s.LookPath
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
-	path, err := lookPath("claude")
+	path, pathErr := lookPath("claude")
+	if pathErr == nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return path, nil
+	}
+	places := s.Places()
+	for _, p := range places {
+		if found := firstExecutable(p); found != "" {
+			return found, nil
+		}
+	}
+	return "", fmt.Errorf("%w on PATH (%w) nor in %s; %s", ErrNotFound, pathErr, strings.Join(places, ", "), installHint)
+}
+
+// checkExplicit returns explicit as an absolute path if it is an executable file.
+func checkExplicit(explicit string) (string, error) {
+	abs, err := filepath.Abs(explicit)
 	if err != nil {
-		return "", fmt.Errorf("%w on PATH (%w); %s", ErrNotFound, err, installHint)
+		return "", fmt.Errorf("%w: %s: %w", ErrNotFound, explicit, err)
 	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: %s: %w", ErrNotFound, abs, err)
+	case fi.IsDir():
+		return "", fmt.Errorf("%w: %s is a directory", ErrNotFound, abs)
+	case fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%w: %s is not executable", ErrNotFound, abs)
 	}
-	return path, nil
+	return abs, nil
 }
 
 // versionTimeout bounds `claude --version`, which answers in well under a

@@ -41,6 +41,7 @@ func TestFind(t *testing.T) {
 		{"not on path", "", missing, "", "npm i -g @anthropic-ai/claude-code"},
 	}
 	t.Chdir(dir)
+	t.Setenv("HOME", t.TempDir()) // no installer's places
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Find(tt.explicit, tt.look)

@@ -7,6 +7,7 @@ import (
 	stdio "io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -48,6 +49,7 @@ type RunOptions struct {
 	RerunFailed   string        `mapstructure:"rerun_failed"`
 	Config        string        `mapstructure:"config"`
 	FallbackModel string        `mapstructure:"fallback_model"`
+	CPUProfile    string        `mapstructure:"cpuprofile"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -70,15 +72,15 @@ EXIT STATUS
 func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Command {
 	v := viper.New()
 	cmd := &cobra.Command{
-		Use:   "run JOBS.yaml",
+		Use:   "run JOBS.yaml | run --resume RUN-ID [JOBS.yaml]",
 		Short: "Run Claude Code jobs concurrently in git worktrees",
 		Long:  runLong,
 		Example: `  pneuma run jobs.yaml
   pneuma run -j 8 --junit junit.xml --summary summary.md jobs.yaml
   pneuma run --shard 2/4 --report shard-2.json jobs.yaml
-  pneuma run --resume 20261122-134501-3fa9 jobs.yaml`,
+  pneuma run --resume 20261122-134501-3fa9`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
+			if len(args) > 1 || (len(args) == 0 && !resumeGiven(c, io)) {
 				return &UsageError{Err: fmt.Errorf("run takes one jobs file, got %d arguments", len(args)), Usage: c.UsageString()}
 			}
 			return nil
@@ -91,7 +93,9 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 			if opts.JSON {
 				markJSON(c) // PNEUMA_JSON or json: in the config file
 			}
-			opts.JobsFile = args[0]
+			if len(args) == 1 {
+				opts.JobsFile = args[0] // else --resume finds the run by its id
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -105,7 +109,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("keep-worktrees", "on-failure", "keep job worktrees: always, on-failure or never")
 	f.Int("pool", -1, "clean worktrees per repository kept in .pneuma/pool for the next run (default: the concurrency; 0: none)")
 	f.Float64("budget-usd", 0, "stop starting jobs once the run has spent this much (overrides budget_usd)")
-	f.Duration("stagger", -1, "time between CLI starts (default: the file's stagger, else 100ms)")
+	f.Duration("stagger", -1, "time between the CLI starts of a wave, the first start of each slot (default: the file's stagger, else 100ms)")
 	f.Duration("stop-grace", 2*time.Second, "wait after each step of stopping a job (interrupt, SIGINT, SIGTERM, SIGKILL)")
 	f.Bool("fail-fast", false, "stop the run at the first failed job")
 	f.BoolP("quiet", "q", false, "no progress output")
@@ -116,16 +120,25 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("shard", "", "run one shard of the plan, i/n (1-based; default: detected from CI)")
 	f.StringSlice("only", nil, "run only these jobs (comma-separated names)")
 	f.Bool("dry-run", false, "print the plan (repos, branches, CLI argv) and run nothing")
-	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest")
+	f.String("resume", "", "resume the run with this id after a crash: keep finished jobs, continue the rest (the jobs file is optional)")
 	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
 	f.String("fallback-model", "", "model the CLI falls back to when the job's model is overloaded (for jobs without fallback_model)")
+	f.String("cpuprofile", "", "write a CPU profile of pneuma itself to this file (for scripts/bench-starts.sh)")
+	_ = f.MarkHidden("cpuprofile") // the flag exists; only help leaves it out
 	// -1 means "not given" for these two; help says what that means in
 	// words instead of printing the sentinel as "(default -1)".
 	for _, name := range []string{"stagger", "pool"} {
 		f.Lookup(name).DefValue = "0"
 	}
 	return cmd
+}
+
+// resumeGiven reports whether --resume (or PNEUMA_RESUME) is set, with
+// which the jobs file may be left out.
+func resumeGiven(c *cobra.Command, io *IO) bool {
+	v, _ := c.Flags().GetString("resume")
+	return v != "" || io.Getenv("PNEUMA_RESUME") != ""
 }
 
 // loadRunOptions reads flags, PNEUMA_* variables and the config file through
@@ -172,6 +185,13 @@ func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, erro
 
 // runRun is `pneuma run`.
 func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	if o.CPUProfile != "" {
+		stop, err := startCPUProfile(o.CPUProfile)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		defer stop()
+	}
 	keep, err := runner.ParseKeepPolicy(o.KeepWorktrees)
 	if err != nil {
 		return &UsageError{Err: err}
@@ -217,6 +237,22 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	return runExit(r)
 }
 
+// startCPUProfile profiles pneuma's CPU into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close() // a profile cut short says so when read
+	}, nil
+}
+
 // planRun reads the jobs file and plans the run: a new one, the resumption
 // of an earlier one (--resume), or a new run of what failed (--rerun-failed).
 func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) (*runner.Plan, *runner.Journal, error) {
@@ -224,9 +260,11 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	if err != nil {
 		return nil, nil, &UsageError{Err: err}
 	}
-	file, err := runner.ReadFile(o.JobsFile)
-	if err != nil {
-		return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+	var file *runner.File
+	if o.JobsFile != "" {
+		if file, err = runner.ReadFile(o.JobsFile); err != nil {
+			return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
+		}
 	}
 	bin, binErr := claude.Find(o.Claude, exec.LookPath)
 	if binErr != nil && !o.DryRun {
@@ -241,7 +279,13 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	var prior *runner.Journal
 	switch {
 	case o.Resume != "":
-		plan, prior, err = runner.ResumePlan(ctx, file, popts, o.Resume)
+		var warnings []string
+		plan, prior, warnings, err = runner.ResumePlan(ctx, file, popts, o.Resume)
+		for _, w := range warnings {
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+		}
+	case file == nil:
+		return nil, nil, &UsageError{Err: errors.New("run takes one jobs file (only --resume can do without)")}
 	case o.RerunFailed != "":
 		plan, err = runner.RerunPlan(ctx, file, popts, o.RerunFailed)
 	default:

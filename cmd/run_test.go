@@ -583,3 +583,89 @@ func TestRerunFailed(t *testing.T) {
 		t.Errorf("rerun ran %d jobs: %+v", len(calls), calls)
 	}
 }
+
+// reopen marks jobs of a finished run as never run, as if pneuma had died
+// before them, so that --resume has work to continue.
+func reopen(t *testing.T, runDir string, names ...string) {
+	t.Helper()
+	j, err := runner.ReadJournal(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range j.Jobs {
+		if slices.Contains(names, s.Name) {
+			s.State, s.Result, s.Attempts, s.SessionID, s.Attempt = runner.StatePending, nil, nil, "", 0
+		}
+	}
+	j.Status = "running"
+	data, err := json.Marshal(&j.JournalData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runner.JournalPath(runDir), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `pneuma run --resume ID` finds the run in the current repository without
+// its jobs file, runs the plan's jobs and says which lost their env; with a
+// jobs file that changed since, it says what changed and keeps the plan.
+func TestResumeWithoutJobsFile(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	bin := fakecli.Install(t, fakecli.Scenario{Env: []string{"JOB_TOKEN"}})
+	path := writeJobs(t, repo, `version: 1
+jobs:
+  - name: one
+    prompt: first
+  - name: two
+    prompt: second
+    env: {JOB_TOKEN: s3cret}
+`)
+	first := run(t, "", nil, "run", "--stagger", "0", "-q", "--claude", bin, path)
+	if first.code != 0 {
+		t.Fatalf("first run exit %d: %s", first.code, first.stderr)
+	}
+	runDir := onlyRunDir(t, repo)
+	id := filepath.Base(runDir)
+	if data, _ := os.ReadFile(runner.JournalPath(runDir)); bytes.Contains(data, []byte("s3cret")) || !bytes.Contains(data, []byte("JOB_TOKEN")) {
+		t.Errorf("run.json should name JOB_TOKEN without its value:\n%s", data)
+	}
+
+	reopen(t, runDir, "two")
+	r := run(t, repo, nil, "run", "--resume", id, "-q", "--claude", bin)
+	if r.code != 0 {
+		t.Fatalf("resume exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "warning: run.json does not keep env") || !strings.Contains(r.stderr, "two (JOB_TOKEN)") {
+		t.Errorf("no warning about the lost env:\n%s", r.stderr)
+	}
+	calls := fakecli.Calls(t, bin)
+	if len(calls) != 3 || calls[2].Env["JOB_TOKEN"] != "" || !strings.Contains(strings.Join(calls[2].Stdin, "\n"), "second") {
+		t.Fatalf("resume ran %+v", calls[2:])
+	}
+	if rep := readReport(t, filepath.Join(runDir, "report.json")); rep.Status != report.RunSucceeded || len(rep.Jobs) != 2 {
+		t.Errorf("report %s with %d jobs", rep.Status, len(rep.Jobs))
+	}
+
+	// The file changes: a prompt, a job added, a job removed.
+	writeJobs(t, repo, "version: 1\njobs:\n  - name: one\n    prompt: first, reworded\n  - name: three\n    prompt: third\n")
+	reopen(t, runDir, "two")
+	r = run(t, repo, nil, "run", "--resume", id, "-q", "--claude", bin, path)
+	if r.code != 0 {
+		t.Fatalf("resume with a changed file exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	want := "changed since run " + id + " (jobs added: three; jobs removed: two; prompt changed: one)"
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	if calls = fakecli.Calls(t, bin); len(calls) != 4 || !strings.Contains(strings.Join(calls[3].Stdin, "\n"), "second") {
+		t.Errorf("the resumed run did not keep its plan: %+v", calls[3:])
+	}
+
+	if r := run(t, t.TempDir(), nil, "run", "--resume", id, "--claude", bin); r.code == 0 {
+		t.Errorf("resume outside the repository succeeded")
+	}
+	if r := run(t, repo, nil, "run", "--claude", bin); r.code != cmd.ExitUsage {
+		t.Errorf("run without a jobs file nor --resume: exit %d", r.code)
+	}
+}

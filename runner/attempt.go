@@ -84,6 +84,10 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	stopped := d.loop(ctx)
 	a.exit, err = p.Wait()
 	a.settle(&d, stopped, err, rec.stderr)
+	if resume != "" && resumeRejected(d.initSeen, stopped, a.status) {
+		a.status, a.reason, a.sessionID = report.StatusFailed, report.ReasonResumeFailed, resume
+		return a // nothing ran: no transcript to price
+	}
 	r.priceFromTranscript(ctx, &a, &d, env, job.Dir, before)
 	return a
 }

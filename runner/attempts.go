@@ -10,7 +10,9 @@ import (
 
 // Stage 2 of a job: run the CLI, and again while a failure is retryable and
 // retries, money and time are left. A retry resumes the session of the
-// failed attempt, so the agent continues instead of starting over.
+// failed attempt, so the agent continues instead of starting over. When the
+// CLI rejects the resume (its transcript is gone), the job starts a fresh
+// session with its own prompts; the rejected attempt is no retry.
 
 // attempts runs the job's attempts, accounts for each in res and the
 // journal, and returns the CLI session id they used.
@@ -22,7 +24,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		res.CostUSD = prior.SpentUSD
 	}
 	var last attempt
-	holds := 0
+	holds, rejected := 0, 0
 	for {
 		number++
 		if _, ok := r.budgetLeft(); !ok && number > 1 {
@@ -37,6 +39,12 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		if overloadAnswer(last) {
 			r.gate.overloaded()
 		}
+		if last.reason == report.ReasonResumeFailed {
+			r.account(job, res, number, "", last)
+			r.event(Event{Type: EventJobRetry, Job: job.Name, Attempt: number + 1, Reason: last.reason})
+			sessionID, rejected = "", rejected+1
+			continue
+		}
 		sessionID = firstNonEmpty(last.sessionID, sessionID)
 		res.RateLimit = cmpRateLimit(res.RateLimit, last.rateLimit)
 		r.account(job, res, number, sessionID, last)
@@ -48,7 +56,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			}
 			break
 		}
-		if !r.retryAfter(ctx, job, number, last) {
+		if !r.retryAfter(ctx, job, number-rejected, last) {
 			break
 		}
 	}

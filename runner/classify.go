@@ -151,3 +151,12 @@ func exitText(e claude.ExitStatus) string {
 	}
 	return fmt.Sprintf("exit code %d", e.Code)
 }
+
+// resumeRejected says whether a --resume attempt failed because the CLI
+// would not resume its session: it ended by itself, unsuccessfully, before
+// its init line (an unknown session gives an error result with "No
+// conversation found" and exit 1, docs/claude-cli.md section 1). A
+// process pneuma stopped tells nothing about the session.
+func resumeRejected(initSeen bool, stopped, status string) bool {
+	return !initSeen && stopped == "" && status != report.StatusSucceeded
+}

@@ -124,3 +124,24 @@ func fmtStatus(s *int) any {
 	}
 	return *s
 }
+
+func TestResumeRejected(t *testing.T) {
+	tests := []struct {
+		name            string
+		initSeen        bool
+		stopped, status string
+		want            bool
+	}{
+		{"error result before init", false, "", report.StatusFailed, true},
+		{"exit before init", false, "", report.StatusFailed, true},
+		{"failed after init", true, "", report.StatusFailed, false},
+		{"stopped by pneuma before init", false, report.ReasonTimeout, report.StatusFailed, false},
+		{"interrupted before init", false, report.ReasonInterrupted, report.StatusInterrupted, false},
+		{"succeeded", true, "", report.StatusSucceeded, false},
+	}
+	for _, tt := range tests {
+		if got := resumeRejected(tt.initSeen, tt.stopped, tt.status); got != tt.want {
+			t.Errorf("%s: resumeRejected = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -27,14 +27,24 @@ const (
 type Journal struct {
 	JournalData
 
-	mu     sync.Mutex // guards JournalData
+	mu     sync.Mutex // guards JournalData and seq
 	saveMu sync.Mutex // orders saves so an older snapshot never lands last
 	path   string
+
+	// seq counts the calls of sync; a snapshot takes it along, and saved
+	// and saveErr (guarded by saveMu) are those of the last save.
+	seq     uint64
+	saved   uint64
+	saveErr error
+	// enc keeps, across saves, the encoding of what no longer changes
+	// (guarded by saveMu).
+	enc journalCache
 
 	// dirty wakes the background writer; changes that arrive while it
 	// writes are coalesced into its next write.
 	dirty   chan struct{}
 	stopped chan struct{}
+	quit    chan struct{} // closed by stopWriter: no more pauses
 }
 
 // JournalData is what run.json holds.
@@ -53,14 +63,27 @@ type JournalData struct {
 // it on their way, only where durability matters (a finished job).
 func (j *Journal) startWriter() {
 	j.dirty = make(chan struct{}, 1)
-	j.stopped = make(chan struct{})
+	j.stopped, j.quit = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(j.stopped)
 		for range j.dirty {
 			_ = j.save()
+			// Changes that come meanwhile wait for the next save: a save
+			// costs as much as the whole journal, and a run of hundreds of
+			// jobs changes it many times a second. A finished job does not
+			// wait (sync); a kill loses at most this much of the rest.
+			t := time.NewTimer(writerPause)
+			select {
+			case <-t.C:
+			case <-j.quit:
+			}
+			t.Stop()
 		}
 	}()
 }
+
+// writerPause is the least time between two saves of the background writer.
+const writerPause = 100 * time.Millisecond
 
 // touch schedules a save without waiting for it.
 func (j *Journal) touch() {
@@ -72,6 +95,7 @@ func (j *Journal) touch() {
 
 // stopWriter ends the writer after its pending save.
 func (j *Journal) stopWriter() {
+	close(j.quit)
 	close(j.dirty)
 	<-j.stopped
 }
@@ -182,18 +206,45 @@ func (j *Journal) finish(r *report.Report) {
 func (j *Journal) save() error {
 	j.saveMu.Lock()
 	defer j.saveMu.Unlock()
-	data, err := json.MarshalIndent(j.snapshot(), "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode run journal: %w", err)
+	return j.saveLocked()
+}
+
+// sync makes the changes made before it durable, as save does, but shares
+// saves: callers that arrive while a save runs wait for it, and the first
+// of them saves once for all (a group commit). Each finished job syncs;
+// saving the whole journal once per job made a run's CPU grow with the
+// square of its jobs (docs/limits.md).
+func (j *Journal) sync() error {
+	j.mu.Lock()
+	j.seq++
+	mine := j.seq
+	j.mu.Unlock()
+	j.saveMu.Lock()
+	defer j.saveMu.Unlock()
+	if j.saved >= mine {
+		return j.saveErr // a save that began after the change covered it
 	}
-	return writeFileAtomic(j.path, append(data, '\n'))
+	return j.saveLocked()
+}
+
+// saveLocked saves the journal; j.saveMu is held.
+func (j *Journal) saveLocked() error {
+	d, seq := j.snapshot()
+	data, err := j.enc.encode(d)
+	if err != nil {
+		err = fmt.Errorf("encode run journal: %w", err)
+	} else {
+		err = writeFileAtomic(j.path, append(data, '\n'))
+	}
+	j.saved, j.saveErr = seq, err
+	return err
 }
 
 // snapshot copies the journal under its lock, so that encoding it (a few
 // milliseconds for a big run on a busy machine) never holds up a job that
 // records its progress. A JobState's slices and result are replaced, never
 // changed in place, once they are in the journal.
-func (j *Journal) snapshot() JournalData {
+func (j *Journal) snapshot() (JournalData, uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.UpdatedAt = time.Now().UTC()
@@ -203,7 +254,7 @@ func (j *Journal) snapshot() JournalData {
 		c := *s
 		d.Jobs[i] = &c
 	}
-	return d
+	return d, j.seq
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
@@ -234,4 +285,69 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = d.Close()
 	}
 	return nil
+}
+
+// journalCache encodes run.json reusing what earlier saves encoded: the
+// plan, which does not change once the run has started, and the state of
+// each finished job. Encoding the whole journal on every save made a run's
+// CPU grow with the square of its jobs (docs/limits.md). It is compact:
+// indenting doubled the cost (jq reads it either way).
+type journalCache struct {
+	plan     *Plan
+	planJSON json.RawMessage
+	finished map[string]finishedJSON
+}
+
+// finishedJSON is the encoding of a finished job's state with its result.
+type finishedJSON struct {
+	result *report.Job
+	data   json.RawMessage
+}
+
+// journalHead is JournalData without its plan and jobs.
+type journalHead struct {
+	Schema    string    `json:"schema"`
+	RunID     string    `json:"run_id"`
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// encode returns d as run.json.
+func (c *journalCache) encode(d JournalData) ([]byte, error) {
+	if c.plan != d.Plan || c.planJSON == nil {
+		data, err := json.Marshal(d.Plan)
+		if err != nil {
+			return nil, err
+		}
+		c.plan, c.planJSON = d.Plan, data
+	}
+	if c.finished == nil {
+		c.finished = map[string]finishedJSON{}
+	}
+	head, err := json.Marshal(journalHead{Schema: d.Schema, RunID: d.RunID, Status: d.Status, StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt})
+	if err != nil {
+		return nil, err
+	}
+	// Assembled by hand: json.Marshal would scan every cached part again.
+	buf := append(head[:len(head)-1], `,"plan":`...)
+	buf = append(append(buf, c.planJSON...), `,"jobs":[`...)
+	for i, s := range d.Jobs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if e, ok := c.finished[s.Name]; ok && s.State == StateFinished && e.result == s.Result {
+			buf = append(buf, e.data...)
+			continue
+		}
+		data, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, data...)
+		if s.State == StateFinished && s.Result != nil {
+			c.finished[s.Name] = finishedJSON{result: s.Result, data: data}
+		}
+	}
+	return append(buf, "]}"...), nil
 }

@@ -110,12 +110,15 @@ type Job struct {
 	Options     claude.Options `json:"options"`
 	// Env is not written to run.json (it may hold tokens); a resumed run
 	// takes it from the jobs file again.
-	Env         map[string]string `json:"-"`
-	Timeout     time.Duration     `json:"timeout,omitempty"`
-	IdleTimeout time.Duration     `json:"idle_timeout,omitempty"`
-	Retries     int               `json:"retries,omitempty"`
-	Verify      *VerifySpec       `json:"verify,omitempty"`
-	Policy      *policy.Spec      `json:"policy,omitempty"`
+	Env map[string]string `json:"-"`
+	// EnvKeys names the variables of Env, so that a run resumed without
+	// its jobs file can say which jobs lost theirs.
+	EnvKeys     []string      `json:"env_keys,omitempty"`
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	Retries     int           `json:"retries,omitempty"`
+	Verify      *VerifySpec   `json:"verify,omitempty"`
+	Policy      *policy.Spec  `json:"policy,omitempty"`
 	// Publish says where the job's branch goes when it succeeds with changes.
 	Publish *Publish `json:"publish,omitempty"`
 	// JobDir is the job's folder in the run directory.
@@ -142,11 +145,10 @@ func NewRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// DefaultStagger spaces CLI starts: CLIs started at the same instant all
-// rewrite ~/.claude.json at once (the CLI's writes of it race at any time, so
-// no spacing removes the race; this one spreads the start of a run). It is
-// short because every start that comes within it of another waits: with
-// uniform jobs, whose ends cluster, 250ms made most jobs wait ~100 ms.
+// DefaultStagger spaces the CLI starts of a wave (the run's first start of
+// each slot, and the starts after a usage-limit hold), which would
+// otherwise all rewrite ~/.claude.json at the same instant. Later starts are
+// not spaced (spaceStart). docs/limits.md has the measurements.
 const DefaultStagger = 100 * time.Millisecond
 
 func (d Duration) set() bool { return d != 0 }

@@ -181,7 +181,7 @@ func jobBasics(position int, spec JobSpec) *Job {
 		UseWorktree: spec.Worktree == nil || *spec.Worktree, Commit: spec.Commit == nil || *spec.Commit,
 		Env: spec.Env, Timeout: spec.Timeout.Std(), IdleTimeout: spec.IdleTimeout.Std(),
 		Retries: spec.Retries, Verify: spec.Verify, Policy: spec.Policy, Publish: publishOf(spec),
-		FallbackModel: spec.FallbackModel, Expect: spec.Expect,
+		FallbackModel: spec.FallbackModel, Expect: spec.Expect, EnvKeys: envKeys(spec.Env),
 	}
 	if j.Base == "" {
 		j.Base = "HEAD"
@@ -305,18 +305,33 @@ func (pl *planner) placeRunDir() error {
 }
 
 // RunLayout is the layout whose runs a jobs file's runs go to: --output-dir
-// when set, else the .pneuma of the repository holding the file.
+// when set, else the .pneuma of the repository holding the file (of the
+// current directory when jobsFile is "").
 func RunLayout(ctx context.Context, git *worktree.Manager, jobsFile, outputDir string) (Layout, error) {
 	if outputDir != "" {
 		return Layout{Root: outputDir}, nil
 	}
-	abs, err := filepath.Abs(jobsFile)
-	if err != nil {
-		return Layout{}, err
+	dir := "."
+	if jobsFile != "" {
+		abs, err := filepath.Abs(jobsFile)
+		if err != nil {
+			return Layout{}, err
+		}
+		dir = filepath.Dir(abs)
 	}
-	root, err := git.Root(ctx, filepath.Dir(abs))
+	root, err := git.Root(ctx, dir)
 	if err != nil {
 		return Layout{}, &EnvError{Err: err}
 	}
 	return RepoLayout(root), nil
+}
+
+// envKeys returns the sorted names of env.
+func envKeys(env map[string]string) []string {
+	var keys []string
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -167,6 +167,9 @@ type run struct {
 	mu        sync.Mutex
 	spent     float64
 	nextStart time.Time
+	// waveLeft counts the starts of the current wave still to be spaced
+	// (see spaceStart).
+	waveLeft int
 	// parked holds, per repository, clean worktrees of finished jobs that
 	// the next jobs reuse; what is left is removed at the end of the run.
 	parked map[string][]parkedTree
@@ -214,7 +217,7 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	}
 	j.startWriter()
 	defer j.stopWriter()
-	r := &run{plan: p, opts: o, journal: j, git: o.Git, tx: transcripts{prices: o.Prices}}
+	r := &run{plan: p, opts: o, journal: j, git: o.Git, tx: transcripts{prices: o.Prices}, waveLeft: p.Concurrency}
 	if r.opts.Pool < 0 {
 		r.opts.Pool = p.Concurrency
 	}
@@ -310,7 +313,7 @@ func (r *run) finish(job *Job, res *report.Job) {
 		s.State = StateFinished
 		s.Result = &final
 	})
-	if err := r.journal.save(); err != nil {
+	if err := r.journal.sync(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
 	r.mu.Lock()
@@ -436,7 +439,7 @@ func (r *run) removeTree(ctx context.Context, repo, dir string) {
 }
 
 // reserveStart takes a start slot from the gate (the caller releases it
-// when the CLI has exited), then spaces CLI starts by the plan's stagger. It
+// when the CLI has exited), then spaces the starts of a wave. It
 // returns errHeld when a usage limit stopped the run, or ctx's error.
 func (r *run) reserveStart(ctx context.Context) error {
 	if err := r.gate.acquire(ctx, false); err != nil {
@@ -449,21 +452,17 @@ func (r *run) reserveStart(ctx context.Context) error {
 	return nil
 }
 
-// stagger spaces CLI starts by the plan's stagger and returns when this
-// job may start, or false when ctx ended first.
+// stagger spaces the starts of a wave by the plan's stagger and returns
+// when this job may start, or false when ctx ended first.
 func (r *run) stagger(ctx context.Context) bool {
-	if r.plan.Stagger <= 0 {
+	r.mu.Lock()
+	wait, next, left := spaceStart(time.Now(), r.nextStart, r.waveLeft, r.plan.Stagger)
+	r.nextStart, r.waveLeft = next, left
+	r.mu.Unlock()
+	if wait <= 0 {
 		return ctx.Err() == nil
 	}
-	r.mu.Lock()
-	now := time.Now()
-	at := r.nextStart
-	if at.Before(now) {
-		at = now
-	}
-	r.nextStart = at.Add(r.plan.Stagger)
-	r.mu.Unlock()
-	t := time.NewTimer(time.Until(at))
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -471,6 +470,33 @@ func (r *run) stagger(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// newWave spaces the next starts again, as at the run's start: the jobs
+// held for a usage limit all start when it resets.
+func (r *run) newWave() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waveLeft = r.plan.Concurrency
+}
+
+// spaceStart decides when a CLI start may go. A wave (the first start of
+// each of the run's slots, or the starts after a usage-limit hold) would
+// start every CLI at the same instant: its starts are spaced by stagger,
+// the first at once. Later starts follow jobs that end at their own pace
+// and go at once; spacing them would throttle the steady state (at 100 ms,
+// ten starts a second) for a race that docs/limits.md measured as harmless.
+// next is the earliest time the next spaced start may go; waveLeft counts
+// the starts of the wave still to come.
+func spaceStart(now, next time.Time, waveLeft int, stagger time.Duration) (wait time.Duration, newNext time.Time, newLeft int) {
+	if stagger <= 0 || waveLeft <= 0 {
+		return 0, next, waveLeft
+	}
+	at := next
+	if at.Before(now) {
+		at = now
+	}
+	return at.Sub(now), at.Add(stagger), waveLeft - 1
 }
 
 // budgetLeft returns the money left under the run's cap (ok=false: spent).

@@ -11,6 +11,7 @@ import (
 type tally struct {
 	sessionID string
 	model     string
+	initSeen  bool // an init line arrived: the CLI accepted its session
 	results   int
 	turns     int
 	last      *claude.Result // the latest result
@@ -38,6 +39,7 @@ func (t *tally) add(ev claude.Event) (result, newSession bool) {
 		t.oversized++
 	case claude.TypeSystem:
 		if ev.Init != nil {
+			t.initSeen = true
 			if ev.Init.SessionID != "" && ev.Init.SessionID != t.sessionID {
 				t.sessionID, newSession = ev.Init.SessionID, true
 			}

@@ -48,6 +48,7 @@ func (r *run) holdForLimit(ctx context.Context, job *Job, reset time.Time) bool 
 		return false
 	}
 	if r.gate.hold(reset) {
+		r.newWave()
 		at := reset
 		r.event(Event{Type: EventUsageLimitWait, Job: job.Name, ResumeAt: &at, Message: waitLine(now, reset, r.unfinished())})
 	}

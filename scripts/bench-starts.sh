@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Benchmarks how fast `pneuma run` starts CLIs (issue 14, item 4): JOBS jobs
+# at CONCURRENCY on a repository of FILES files, with a stand-in CLI (built
+# here: it reads one stream-json user line, prints an init and a result line
+# and exits, so only pneuma's own work and git remain), against
+#
+#   baseline  xargs -P CONCURRENCY: `git worktree add`, then the stand-in
+#   pneuma    `pneuma run -j CONCURRENCY --json` with the default stagger
+#             (and with each of STARTS_PNEUMA_STAGGERS, e.g. "0")
+#
+# It prints the makespan of each, pneuma's own CPU per job (utime + stime of
+# its process, children excluded, from /proc) and its peak RSS (VmHWM), and
+# checks the targets: makespan <= 1.0x the baseline with the default
+# settings, own CPU <= 5 ms per job, peak RSS <= 48 MB. With
+# STARTS_PROFILE=FILE, the default run also writes a CPU profile of pneuma
+# there (go tool pprof -top bin/pneuma FILE).
+#
+# Environment: STARTS_JOBS (300), STARTS_CONCURRENCY (30), STARTS_FILES (200),
+# STARTS_PNEUMA_STAGGERS (""), STARTS_PROFILE (""), STARTS_PNEUMA (a pneuma
+# binary to measure instead of building this tree's, e.g. an older one),
+# STARTS_KEEP=1 keeps the scratch directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs="${STARTS_JOBS:-300}"
+par="${STARTS_CONCURRENCY:-30}"
+nfiles="${STARTS_FILES:-200}"
+staggers="default ${STARTS_PNEUMA_STAGGERS:-}"
+profile="${STARTS_PROFILE:-}"
+[[ "$jobs" =~ ^[0-9]+$ && "$par" =~ ^[0-9]+$ && "$nfiles" =~ ^[0-9]+$ ]] ||
+  { echo "bench-starts: STARTS_JOBS, STARTS_CONCURRENCY and STARTS_FILES must be numbers" >&2; exit 2; }
+[[ -z "$profile" || "$profile" == /* ]] || profile="$PWD/$profile"
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-starts.XXXXXX")"
+cleanup() { if [[ "${STARTS_KEEP:-}" == 1 ]]; then echo "bench-starts: kept $tmp"; else rm -rf "$tmp"; fi; }
+trap cleanup EXIT
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+echo "== build"
+pneuma="${STARTS_PNEUMA:-$PWD/bin/pneuma}"
+[[ -n "${STARTS_PNEUMA:-}" ]] || go build -o "$pneuma" .
+mkdir -p "$tmp/standin"
+cat >"$tmp/standin/main.go" <<'GO'
+// Command claude stands in for the Claude Code CLI: it answers --version,
+// reads one line of stdin (the stream-json user message) and prints an
+// init and a result line.
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "--version" {
+		fmt.Println("2.1.197 (Claude Code)")
+		return
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	sid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	wd, _ := os.Getwd()
+	fmt.Printf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"model":"claude-standin","permissionMode":"default","tools":[],"mcp_servers":[]}`+"\n", wd, sid)
+	fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"ok","session_id":%q,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":2}}`+"\n", sid)
+}
+GO
+(cd "$tmp/standin" && go mod init standin >/dev/null 2>&1 && go build -o "$tmp/claude" .)
+
+echo "== repository of $nfiles files"
+repo="$tmp/repo"
+git init -q -b main "$repo"
+git -C "$repo" config user.name bench
+git -C "$repo" config user.email bench@pneuma.invalid
+for i in $(seq 1 "$nfiles"); do
+  d="$repo/dir$((i % 10))"
+  mkdir -p "$d"
+  echo "file $i" >"$d/f$i.txt"
+done
+git -C "$repo" add -A
+git -C "$repo" commit -q -m files
+echo "/jobs.yaml" >>"$repo/.git/info/exclude"
+user_line='{"type":"user","message":{"role":"user","content":"reply ok"}}'
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+echo "== baseline: xargs -P $par (git worktree add + stand-in) x $jobs   load $(load)"
+mkdir -p "$tmp/wt-baseline" "$tmp/out-baseline"
+cat >"$tmp/job.sh" <<'SH'
+#!/usr/bin/env bash
+set -euo pipefail
+n="$1"
+for try in 1 2 3 4 5; do # concurrent adds race on .git/worktrees: retry
+  git -C "$REPO" worktree add -q -b "baseline/$n-$try" "$WT/$n" HEAD 2>>"$OUT/$n.git.err" && break
+  [[ $try == 5 ]] && exit 1
+  rm -rf "${WT:?}/$n"
+done
+cd "$WT/$n"
+echo "$LINE" | "$CLAUDE" --output-format stream-json >"$OUT/$n.out"
+SH
+chmod +x "$tmp/job.sh"
+t0=$(now_us)
+seq 1 "$jobs" | REPO="$repo" WT="$tmp/wt-baseline" OUT="$tmp/out-baseline" CLAUDE="$tmp/claude" LINE="$user_line" \
+  xargs -P "$par" -n 1 "$tmp/job.sh"
+t1=$(now_us)
+base_ms=$(( (t1 - t0) / 1000 ))
+echo "makespan $base_ms ms"
+git -C "$repo" worktree list | tail -n +2 | while read -r wt _; do rm -rf "$wt"; done
+git -C "$repo" worktree prune
+git -C "$repo" branch --list 'baseline/*' --format='%(refname:short)' | xargs -r git -C "$repo" branch -q -D
+
+{
+  echo "version: 1"
+  echo "concurrency: $par"
+  echo "jobs:"
+  for i in $(seq 1 "$jobs"); do printf '  - name: job-%03d\n    prompt: "job %d: reply ok"\n' "$i" "$i"; done
+} >"$repo/jobs.yaml"
+
+mkfifo "$tmp/tick"
+exec {tick}<>"$tmp/tick"
+status=0
+for stagger in $staggers; do
+  args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
+  [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
+  [[ "$stagger" == default && -n "$profile" ]] && args+=(--cpuprofile "$profile")
+  echo "== pneuma stagger $stagger: pneuma ${args[*]} jobs.yaml   load $(load)"
+  mkdir -p "$tmp/home-$stagger"
+  t0=$(now_us)
+  (cd "$repo" && HOME="$tmp/home-$stagger" exec "$pneuma" "${args[@]}" jobs.yaml >"$tmp/events-$stagger.jsonl" 2>"$tmp/stderr-$stagger.log") &
+  pid=$!
+  hwm=0 own=0
+  while kill -0 "$pid" 2>/dev/null; do
+    while read -r key value _; do [[ "$key" == VmHWM: ]] && hwm="$value"; done 2>/dev/null <"/proc/$pid/status" || true
+    if read -r stat 2>/dev/null <"/proc/$pid/stat"; then
+      read -r -a f <<<"${stat##*) }"
+      own=$(( f[11] + f[12] ))
+    fi
+    read -r -t 0.05 -u "$tick" _ || true # sleep without forking
+  done
+  exit_code=0
+  wait "$pid" || exit_code=$?
+  t1=$(now_us)
+  ms=$(( (t1 - t0) / 1000 ))
+  cpu_ms=$(( own * 1000 / $(getconf CLK_TCK) ))
+  succeeded=$(grep -c '"type":"job_finished".*"status":"succeeded"' "$tmp/events-$stagger.jsonl" || true)
+  ratio=$(awk -v a="$ms" -v b="$base_ms" 'BEGIN { printf "%.2f", a / b }')
+  per_job=$(awk -v c="$cpu_ms" -v n="$jobs" 'BEGIN { printf "%.1f", c / n }')
+  echo "makespan $ms ms (${ratio}x the baseline's $base_ms ms), exit $exit_code, $succeeded/$jobs succeeded"
+  echo "own CPU $cpu_ms ms (${per_job} ms per job), peak RSS $(( hwm / 1024 )) MB   load $(load)"
+  if [[ "$exit_code" != 0 ]]; then tail -5 "$tmp/stderr-$stagger.log" >&2; fi
+  if [[ "$stagger" == default ]]; then
+    awk -v r="$ratio" 'BEGIN { exit !(r <= 1.0) }' || { echo "MISSED makespan <= 1.0x"; status=1; }
+    awk -v p="$per_job" 'BEGIN { exit !(p <= 5) }' || { echo "MISSED own CPU <= 5 ms per job"; status=1; }
+    (( hwm <= 48 * 1024 )) || { echo "MISSED peak RSS <= 48 MB"; status=1; }
+    [[ "$exit_code" == 0 ]] || status=1
+  fi
+  rm -rf "$repo/.pneuma/runs" "$repo/.pneuma/pool"
+  git -C "$repo" worktree prune
+  git -C "$repo" branch --list 'pneuma/*' --format='%(refname:short)' | xargs -r git -C "$repo" branch -q -D
+done
+exit "$status"
