@@ -86,11 +86,12 @@ func (w *wsClient) all() []map[string]any {
 	return append([]map[string]any(nil), w.msgs...)
 }
 
-// events is the messages with a seq.
+// events is the messages that are events (replies such as
+// message_accepted have a seq but no time).
 func (w *wsClient) events() []map[string]any {
 	var out []map[string]any
 	for _, m := range w.all() {
-		if seqOf(m) > 0 {
+		if _, isEvent := m["time"]; isEvent && seqOf(m) > 0 {
 			out = append(out, m)
 		}
 	}

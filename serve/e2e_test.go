@@ -388,5 +388,3 @@ func checkGapless(t *testing.T, evs []map[string]any, from int64) {
 		}
 	}
 }
-
-
