@@ -204,4 +204,3 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
-
