@@ -192,7 +192,11 @@ func (s *server) cleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for pid := range s.pids {
-		_ = syscall.Kill(-pid, syscall.SIGKILL) // each CLI leads its own group
+		// Only a CLI still working under the test's repository: the pid of
+		// one that ended may be another process's now.
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && strings.HasPrefix(cwd, s.dir) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // each CLI leads its own group
+		}
 	}
 }
 
