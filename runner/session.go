@@ -123,6 +123,10 @@ type SessionState struct {
 	MessageCount       int                 `json:"message_count"`
 	PendingPermissions []PendingPermission `json:"pending_permissions"`
 	Plan               SessionPlan         `json:"plan"`
+	// CLIPid is the session's CLI process while one runs. A server killed
+	// outright leaves it behind; the restored session ends it before it
+	// resumes the CLI session (two processes on one session collide).
+	CLIPid int `json:"cli_pid,omitempty"`
 }
 
 // PendingPermission is a tool call waiting for a client's decision.

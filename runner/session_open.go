@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
@@ -71,7 +72,8 @@ func (o *SessionOptions) defaults() {
 func (s *Session) initialState(spec *SessionSpec) SessionState {
 	if r := s.o.Restore; r != nil {
 		st := *r
-		st.Status, st.PendingPermissions = SessionStarting, []PendingPermission{}
+		// Restored idle: clients were told so already, so no status event.
+		st.Status, st.PendingPermissions, st.CLIPid = SessionIdle, []PendingPermission{}, 0
 		s.base = accounts{cost: st.CostUSD, turns: st.NumTurns, usage: st.Usage}
 		return st
 	}
@@ -88,6 +90,7 @@ func (s *Session) prepare(ctx context.Context) error {
 		return nil
 	}
 	if _, err := os.Stat(j.Dir); err == nil && s.o.Restore != nil {
+		reapOrphan(s.o.Restore.CLIPid, j.Dir, 4*s.o.StopGrace)
 		return nil
 	}
 	if err := makeWorktreeRoom(s.git, j); err != nil {
@@ -137,4 +140,29 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 		return nil, &ConfigError{errors.New("permission_mode bypassPermissions as root: the Claude Code CLI refuses it; set IS_SANDBOX=1 in env")}
 	}
 	return j, nil
+}
+
+// reapOrphan ends the CLI a killed server left running in dir (it exits by
+// itself at the end of its stdin; it gets wait for that, then SIGKILL). The
+// process is only touched while its working directory is dir, so that a
+// reused pid is left alone.
+func reapOrphan(pid int, dir string, wait time.Duration) {
+	if pid <= 0 {
+		return
+	}
+	ours := func() bool {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return err == nil && cwd == dir
+	}
+	for deadline := time.Now().Add(wait); ours() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !ours() {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // the CLI leads its own group
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(5 * time.Second); ours() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -64,6 +64,7 @@ func (s *Session) start() error {
 		return fmt.Errorf("start the CLI: %w", err)
 	}
 	s.proc, s.t, s.resumed, s.initSeen = p, tally{}, opts.Resume != "", false
+	s.st.CLIPid = p.Pid()
 	done := make(chan struct{})
 	s.readerDone = done
 	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": opts.Resume})
@@ -155,7 +156,7 @@ func (s *Session) onResult(res *claude.Result) {
 func (s *Session) onExit(exit claude.ExitStatus, waitErr error) {
 	s.account()
 	s.base = accounts{cost: s.st.CostUSD, turns: s.st.NumTurns, usage: s.st.Usage}
-	s.proc, s.t = nil, tally{}
+	s.proc, s.t, s.st.CLIPid = nil, tally{}, 0
 	data := map[string]any{"exit_code": exit.Code}
 	if exit.Signal != "" {
 		data["signal"] = exit.Signal

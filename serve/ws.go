@@ -51,6 +51,7 @@ func (s *Server) sessionWS(w http.ResponseWriter, r *http.Request) {
 type wsConn struct {
 	s      *Server
 	conn   *websocket.Conn
+	cork   *corkConn // conn's connection: a batch of events is one write
 	target wsTarget
 	// delivered is the seq of the last event written to the client.
 	delivered atomic.Int64
@@ -61,7 +62,8 @@ type wsConn struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
+	cw := &corkWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
 	if err != nil {
 		return // Accept answered (403 for a foreign Origin)
 	}
@@ -70,7 +72,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	defer s.conns.Done()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	c := &wsConn{s: s, conn: conn, target: t}
+	c := &wsConn{s: s, conn: conn, cork: cw.conn, target: t}
 	defer c.stopPump()
 	if authed, _ := r.Context().Value(authedKey{}).(bool); !authed && !c.authenticate(ctx) {
 		return
@@ -222,8 +224,18 @@ func (c *wsConn) stopPump() {
 }
 
 // pump writes events until the context ends; a client that fell behind is
-// closed with 4008 and the last seq it was sent.
+// closed with 4008 and the last seq it was sent. Each event's bytes are the
+// log's, encoded once for every client; no lock is held while writing.
+//
+// Writes get a context without a deadline: for one with a deadline the
+// WebSocket library arms and disarms a timer at every frame, which at
+// fan-out rates costs more than the write. A watchdog armed once per batch
+// closes a connection whose writes are stuck (a client that stopped
+// reading with its TCP window full).
 func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
+	watchdog := time.AfterFunc(writeTimeout, func() { c.conn.CloseNow() })
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
 		evs, err := sub.Next(ctx)
 		if errors.Is(err, eventlog.ErrSlow) {
@@ -233,16 +245,33 @@ func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
 		if err != nil {
 			return // the log closed (the session ended) or the connection did
 		}
-		for _, ev := range evs {
-			wctx, cancel := context.WithTimeout(ctx, writeTimeout)
-			err := c.conn.Write(wctx, websocket.MessageText, ev.Raw)
-			cancel()
-			if err != nil {
-				return
-			}
-			c.delivered.Store(ev.Seq)
+		watchdog.Reset(writeTimeout)
+		err = c.writeBatch(ctx, evs)
+		watchdog.Stop()
+		if err != nil {
+			return
 		}
 	}
+}
+
+// writeBatch writes events as one write to the socket.
+func (c *wsConn) writeBatch(ctx context.Context, evs []eventlog.Event) error {
+	c.cork.cork()
+	for _, ev := range evs {
+		if err := ctx.Err(); err != nil {
+			c.cork.uncork()
+			return err // stopped (a new subscribe, or the connection ends)
+		}
+		if err := c.conn.Write(context.Background(), websocket.MessageText, ev.Raw); err != nil {
+			c.cork.uncork()
+			return err
+		}
+	}
+	if err := c.cork.uncork(); err != nil {
+		return err
+	}
+	c.delivered.Store(evs[len(evs)-1].Seq)
+	return nil
 }
 
 // sessionTarget is a session behind a WebSocket.
