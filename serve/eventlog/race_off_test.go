@@ -1,5 +1,0 @@
-//go:build !race
-
-package eventlog
-
-const raceEnabled = false
