@@ -69,10 +69,13 @@ test-short:
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
-## bench: benchmarks with figures (pneuma run vs a shell baseline, history vs ccusage)
+## bench: benchmarks with figures (pneuma run vs a shell baseline, starts at scale vs xargs,
+## history vs cat and ccusage, the server's fan-out, replay and memory)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
+	./scripts/bench-starts.sh
 	./scripts/bench-history.sh
+	./scripts/bench-serve.sh
 
 ## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
 demo: build claude
