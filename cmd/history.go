@@ -31,8 +31,9 @@ type historyOptions struct {
 // NewCmdHistory builds `pneuma history`.
 func NewCmdHistory(io *IO) *cobra.Command {
 	opts := &historyOptions{}
+	show := &historyShowOptions{historyOptions: opts}
 	c := &cobra.Command{
-		Use:   "history",
+		Use:   "history [SESSION]",
 		Short: "Find, export and account for Claude Code sessions",
 		Long: `Read Claude Code's session history ($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).
 
@@ -46,8 +47,20 @@ that the CLI does not bill: such sessions are flagged.
 Files that cannot be read (named pipes or directories named like transcripts,
 symlink loops, permission denied) are skipped with a warning on stderr and in
 the "warnings" list of --json output; the command fails (exit 3) only when
-nothing could be read.`,
+nothing could be read.
+
+"pneuma history SESSION" exports the session like "pneuma history show SESSION".`,
+		Args: historyArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			show.Session = args[0]
+			return historyErr(c.Context(), historyShow(c.Context(), io, show))
+		},
 	}
+	show.addFlags(c)
+	c.SuggestionsMinimumDistance = 2
 	c.PersistentPreRun = func(c *cobra.Command, args []string) {
 		// Reading history stops at the first signal; nothing is left to kill.
 		setStopNotice(c.Context(), "stopping history now", "stopping history now")
@@ -192,6 +205,36 @@ func parseWhen(s string, now time.Time, upper bool) (time.Time, error) {
 
 // historyErr turns the error of a history command stopped by a signal into
 // a quiet exit 130 (the signal handler said why).
+// historyArgs takes at most one session. Anything else (a misspelt
+// command, a second argument) is a usage error, exit 2.
+func historyArgs(c *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return &UsageError{Err: fmt.Errorf("pneuma history takes one session (or a command), not %d arguments: %q", len(args), args), Usage: c.UsageString()}
+	}
+	if len(args) == 0 || looksLikeSession(args[0]) {
+		return nil
+	}
+	hint := ""
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+	}
+	return &UsageError{Err: fmt.Errorf("%q is neither a command of pneuma history nor a session id or transcript path%s", args[0], hint), Usage: c.UsageString()}
+}
+
+// looksLikeSession says whether arg could name a session: a transcript
+// path, or an id or id prefix (hex digits and dashes).
+func looksLikeSession(arg string) bool {
+	if strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".jsonl") {
+		return true
+	}
+	for _, r := range arg {
+		if !strings.ContainsRune("0123456789abcdefABCDEF-", r) {
+			return false
+		}
+	}
+	return arg != ""
+}
+
 func historyErr(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return &SilentError{Code: ExitInterrupted}

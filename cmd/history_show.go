@@ -42,11 +42,17 @@ escape codes are removed from every format.`,
 			return historyErr(c.Context(), historyShow(c.Context(), io, opts))
 		},
 	}
-	c.Flags().StringVarP(&opts.Format, "format", "f", "md", "md, json, html or text")
-	c.Flags().StringVarP(&opts.Output, "output", "o", "", "write to this file instead of stdout")
-	c.Flags().BoolVar(&opts.NoRedact, "no-redact", false, "keep secrets as they are (terminal escape codes are still removed)")
-	c.Flags().IntVar(&opts.Fold, "fold", 0, "fold tool inputs and results to this many characters (0: format default, -1: never)")
+	opts.addFlags(c)
 	return c
+}
+
+// addFlags adds show's flags to c (show, and history itself: `pneuma
+// history SESSION` is `pneuma history show SESSION`).
+func (o *historyShowOptions) addFlags(c *cobra.Command) {
+	c.Flags().StringVarP(&o.Format, "format", "f", "md", "md, json, html or text")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
+	c.Flags().BoolVar(&o.NoRedact, "no-redact", false, "keep secrets as they are (terminal escape codes are still removed)")
+	c.Flags().IntVar(&o.Fold, "fold", 0, "fold tool inputs and results to this many characters (0: format default, -1: never)")
 }
 
 func historyShow(ctx context.Context, io *IO, opts *historyShowOptions) error {

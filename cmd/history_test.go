@@ -242,3 +242,27 @@ func TestHistoryCountsRemovedPneumaWorktrees(t *testing.T) {
 		}
 	}
 }
+
+// `pneuma history SESSION` exports like show; anything that is neither a
+// command nor a session is a usage error (exit 2), with a suggestion.
+func TestHistoryBareSessionAndStrayArgs(t *testing.T) {
+	env := map[string]string{"CLAUDE_CONFIG_DIR": historyTestdata}
+	showOut, _, code := runHistory(t, env, "show", "aaaa", "--format", "json")
+	bareOut, _, bareCode := runHistory(t, env, "aaaa", "--format", "json")
+	if code != 0 || bareOut != showOut || bareCode != code || !strings.Contains(bareOut, "pneuma.history.session/v1") {
+		t.Errorf("pneuma history SESSION (exit %d) differs from history show SESSION (exit %d)", bareCode, code)
+	}
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"lst"}, `did you mean list?`},
+		{[]string{"a", "b"}, "takes one session"},
+		{[]string{"not-a-session!"}, "neither a command"},
+	}
+	for _, tt := range tests {
+		if _, errOut, code := runHistory(t, env, tt.args...); code != ExitUsage || !strings.Contains(errOut, tt.wantErr) {
+			t.Errorf("%v: exit %d (%s), want %d with %q", tt.args, code, errOut, ExitUsage, tt.wantErr)
+		}
+	}
+}
