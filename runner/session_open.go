@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -160,8 +161,10 @@ func reapOrphan(pid int, dir string, wait time.Duration) {
 	if !ours() {
 		return
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL) // the CLI leads its own group
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = proc.Signal(p, syscall.SIGKILL) // the CLI leads its own group; gone already is fine
+		_ = p.Kill()                        // and itself, should it have left the group
+	}
 	for deadline := time.Now().Add(5 * time.Second); ours() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
