@@ -355,19 +355,6 @@ func wsSend(t *testing.T, ctx context.Context, c *websocket.Conn, v any) {
 	}
 }
 
-func wsRead(t *testing.T, ctx context.Context, c *websocket.Conn) map[string]any {
-	t.Helper()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("websocket read: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("websocket message %s: %v", data, err)
-	}
-	return m
-}
-
 func seqOf(m map[string]any) int64 { f, _ := m["seq"].(float64); return int64(f) }
 
 func dump(evs []map[string]any) string {
