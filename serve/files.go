@@ -145,22 +145,42 @@ func (s *Server) jobTranscript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.Sort(matches)
-	s.export(w, r, matches[0], history.FormatHTML)
+	if f, ok := exportFormat(w, r); ok {
+		s.export(w, r, matches[0], f)
+	}
 }
 
-// export streams a transcript in a format; HTML is sandboxed by the route's CSP.
+// exportFormat reads ?format=html|json|md|text (default html); a bad one is
+// answered 400.
+func exportFormat(w http.ResponseWriter, r *http.Request) (history.Format, bool) {
+	fs := r.URL.Query().Get("format")
+	if fs == "" {
+		fs = "html"
+	}
+	f, err := history.ParseFormat(fs)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "format", Message: err.Error()}}})
+		return "", false
+	}
+	return f, true
+}
+
+// export streams a transcript in a format, as it is read (a transcript can
+// be hundreds of MB); HTML is sandboxed by the route's CSP.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f history.Format) {
+	if _, err := os.Stat(path); err != nil {
+		writeError(w, http.StatusNotFound, "transcript: %v", err)
+		return
+	}
 	ctype := map[history.Format]string{
 		history.FormatHTML: "text/html; charset=utf-8", history.FormatJSON: "application/x-ndjson",
 		history.FormatMarkdown: "text/markdown; charset=utf-8", history.FormatText: "text/plain; charset=utf-8",
 	}[f]
-	var buf bytes.Buffer
-	if err := history.Export(r.Context(), &buf, path, history.ExportOptions{Format: f}); err != nil {
-		writeError(w, http.StatusInternalServerError, "export: %v", err)
-		return
-	}
 	w.Header().Set("Content-Type", ctype)
-	_, _ = buf.WriteTo(w)
+	if err := history.Export(r.Context(), w, path, history.ExportOptions{Format: f}); err != nil && r.Context().Err() == nil {
+		// The status is sent already; the client sees a cut export, and the log says why.
+		s.cfg.Logf("export %s: %v", path, err)
+	}
 }
 
 func (s *Server) configDir() string { return history.ConfigDir(s.cfg.Getenv) }
@@ -185,13 +205,8 @@ func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
 
 // historySession exports one session (?format=html|json|md, default html).
 func (s *Server) historySession(w http.ResponseWriter, r *http.Request) {
-	fs := r.URL.Query().Get("format")
-	if fs == "" {
-		fs = "html"
-	}
-	f, err := history.ParseFormat(fs)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid query", Problems: []Problem{{Field: "format", Message: err.Error()}}})
+	f, ok := exportFormat(w, r)
+	if !ok {
 		return
 	}
 	sf, err := history.Resolve(r.Context(), s.configDir(), r.PathValue("id"))
