@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/pneuma-cli/pneuma/report"
 )
@@ -117,14 +116,7 @@ func (r *run) retryAfter(ctx context.Context, job *Job, number int, a attempt) b
 	}
 	delay := backoff(r.opts.RetryBackoff, number, randomJitter)
 	r.event(Event{Type: EventJobRetry, Job: job.Name, Attempt: number + 1, Reason: a.reason, DelayMS: delay.Milliseconds()})
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return sleep(ctx, delay)
 }
 
 // mergeModelUsage adds one attempt's per-model usage to a job's.

@@ -459,10 +459,15 @@ func (r *run) stagger(ctx context.Context) bool {
 	wait, next, left := spaceStart(time.Now(), r.nextStart, r.waveLeft, r.plan.Stagger)
 	r.nextStart, r.waveLeft = next, left
 	r.mu.Unlock()
-	if wait <= 0 {
+	return sleep(ctx, wait)
+}
+
+// sleep waits d and reports true, or false as soon as ctx ends.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
