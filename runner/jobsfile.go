@@ -388,7 +388,7 @@ func (d *decoder) job(n *yaml.Node, isDefaults bool) JobSpec {
 
 // validate checks what types alone cannot: names, prompts and value ranges.
 func (d *decoder) validate(f *File) {
-	d.validateJob(&f.Defaults, true)
+	d.validateJob(&f.Defaults)
 	names := map[string]Pos{}
 	for i := range f.Jobs {
 		j := &f.Jobs[i]
@@ -420,11 +420,11 @@ func (d *decoder) validate(f *File) {
 		if j.set["prompts"] && len(j.Prompts) == 0 {
 			d.errorAt(j.pos["prompts"], "prompts is empty")
 		}
-		d.validateJob(j, false)
+		d.validateJob(j)
 	}
 }
 
-func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
+func (d *decoder) validateJob(j *JobSpec) {
 	if j.set == nil {
 		return
 	}
@@ -473,7 +473,6 @@ func (d *decoder) validateJob(j *JobSpec, isDefaults bool) {
 		}
 	}
 	d.validatePublish(j)
-	_ = isDefaults
 }
 
 // withDefaults returns j with every field it did not set taken from def.

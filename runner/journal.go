@@ -67,7 +67,7 @@ func (j *Journal) startWriter() {
 	go func() {
 		defer close(j.stopped)
 		for range j.dirty {
-			_ = j.save()
+			_ = j.save() // a failed background save is retried by the next, and reported by the job's own save
 			// Changes that come meanwhile wait for the next save: a save
 			// costs as much as the whole journal, and a run of hundreds of
 			// jobs changes it many times a second. A finished job does not

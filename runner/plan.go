@@ -141,7 +141,7 @@ func (j *Job) Args() []string { return j.Options.Args() }
 // NewRunID returns a sortable, unique run id: 20261122-134501-3fa9.
 func NewRunID(now time.Time) string {
 	var b [2]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (it panics if the kernel cannot give randomness)
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 

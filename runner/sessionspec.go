@@ -62,7 +62,7 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 	}
 	spec := &SessionSpec{Job: d.sessionJob(doc)}
 	d.sessionOwn(doc, spec)
-	d.validateJob(&spec.Job, false)
+	d.validateJob(&spec.Job)
 	if err := d.err(); err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	_, _ = w.Write(data)
+	_, _ = w.Write(data) // a client gone mid-answer has nothing more to hear
 }
 
 // tailLines reads the last n lines of a file, from its end backwards.

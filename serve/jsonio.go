@@ -17,7 +17,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = enc.Encode(v) // the status is sent; a client gone mid-answer has nothing more to hear
 }
 
 // apiError is every error body: {"error": "...", "problems": [...]}.

@@ -65,7 +65,7 @@ func loadRegistry(cfg *Config) (*registry, error) {
 // newSessionID is a random id, safe in paths and branch names.
 func newSessionID() string {
 	var b [8]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
 	return hex.EncodeToString(b[:])
 }
 

@@ -264,7 +264,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			ru.err, ru.status = err.Error(), "failed"
 		}
-		_ = ru.log.Sync()
+		_ = ru.log.Sync() // run_finished was synced on append (durable types); this is the last flush
 	}()
 	writeJSON(w, http.StatusCreated, map[string]string{"id": ru.id})
 }

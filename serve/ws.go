@@ -197,7 +197,7 @@ func (c *wsConn) reply(ctx context.Context, v any) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
-	_ = c.conn.Write(wctx, websocket.MessageText, data)
+	_ = c.conn.Write(wctx, websocket.MessageText, data) // a broken connection ends its reader, which closes the client
 }
 
 // startPump (re)starts sending the events after seq after.
