@@ -255,19 +255,25 @@ func (e *entry) send(ctx context.Context, content, clientMsgID string) (msgRef, 
 	return ref, nil
 }
 
-// waitTurn returns the events from a message's user_message to the result
-// of its turn (the turn-th result of the session), once that result is in.
+// waitTurn returns the events of a message's turn once its result (the
+// turn-th result of the session) is in: its user_message, then what the log
+// holds after both that message and the previous turn's result, up to this
+// turn's result. A message sent while another turn runs is queued by the CLI,
+// so the tail of that other turn is left out.
 func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, error) {
 	for {
 		last := e.log.LastSeq()
 		e.mu.Lock()
-		var resultSeq int64
+		var resultSeq, prevSeq int64
 		if len(e.results) >= ref.turn {
 			resultSeq = e.results[ref.turn-1]
+			if ref.turn > 1 {
+				prevSeq = e.results[ref.turn-2]
+			}
 		}
 		e.mu.Unlock()
 		if resultSeq > 0 {
-			return e.log.Read(ref.seq-1, int(resultSeq-ref.seq+1))
+			return e.turnEvents(ref.seq, prevSeq, resultSeq)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -281,6 +287,21 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, err
 			return nil, err
 		}
 	}
+}
+
+// turnEvents reads the user_message at msgSeq and the events after
+// max(msgSeq, prevResult) through result.
+func (e *entry) turnEvents(msgSeq, prevResult, result int64) ([]eventlog.Event, error) {
+	msg, err := e.log.Read(msgSeq-1, 1)
+	if err != nil {
+		return nil, err
+	}
+	from := max(msgSeq, prevResult)
+	rest, err := e.log.Read(from, int(result-from))
+	if err != nil {
+		return nil, err
+	}
+	return append(msg, rest...), nil
 }
 
 // current returns the open session, or nil.

@@ -16,10 +16,14 @@ type fakeEngine struct {
 	mu       sync.Mutex
 	sessions []*fakeSession
 	restores int
+	// gate, when set, holds every turn's reply until it is closed.
+	gate chan struct{}
 }
 
 func (f *fakeEngine) Open(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error) {
-	s := &fakeSession{opts: o}
+	f.mu.Lock()
+	s := &fakeSession{opts: o, gate: f.gate}
+	f.mu.Unlock()
 	if o.Restore != nil {
 		s.state = *o.Restore
 	} else {
@@ -54,6 +58,8 @@ type fakeSession struct {
 	state  SessionState
 	sent   []string
 	turns  sync.WaitGroup
+	gate   chan struct{}
+	prev   chan struct{} // closed when the last queued turn is done
 }
 
 func (s *fakeSession) emit(typ string, data any) {
@@ -67,11 +73,20 @@ func (s *fakeSession) Send(content string) error {
 	s.mu.Lock()
 	s.sent = append(s.sent, content)
 	s.state.MessageCount++
+	prev, done := s.prev, make(chan struct{})
+	s.prev = done
 	s.mu.Unlock()
 	s.turns.Add(1)
-	go func() {
+	go func() { // turns run one after another, like the CLI's input queue
 		defer s.turns.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
 		s.emit("status_change", map[string]string{"status": "running"})
+		if s.gate != nil {
+			<-s.gate
+		}
 		s.emit("assistant", map[string]any{"message": map[string]string{"text": "re: " + content}})
 		s.emit("result", map[string]any{"subtype": "success", "num_turns": 1, "total_cost_usd": 0.01})
 		s.emit("status_change", map[string]string{"status": "idle"})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // TestAuthEveryRoute walks the route table itself: every route but the
@@ -138,8 +140,18 @@ func TestClientMsgIDOnce(t *testing.T) {
 
 func TestMessageWait(t *testing.T) {
 	b := newBed(t, nil)
+	gate := make(chan struct{})
+	b.engine.mu.Lock()
+	b.engine.gate = gate
+	b.engine.mu.Unlock()
 	id := b.createSession()
 	b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"first"}`, nil)
+	// The first turn answers only once the second message is queued, so its
+	// reply lands in the log after the second user_message.
+	go func() {
+		poll.Until(5*time.Second, func() bool { return len(b.engine.last().Sent()) == 2 })
+		close(gate)
+	}()
 	var out struct {
 		Seq    int64             `json:"seq"`
 		Events []json.RawMessage `json:"events"`
