@@ -3,7 +3,6 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +46,7 @@ type decision struct {
 // process's control handler at once.
 type audit struct {
 	mu       sync.Mutex
-	f        *os.File
+	f        *lazyFile
 	pending  map[string]*auditEntry
 	order    []string
 	verdicts map[string]decision
@@ -57,13 +56,14 @@ type audit struct {
 	closed   bool
 }
 
-func newAudit(path string) (*audit, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
-	}
-	return &audit{f: f, pending: map[string]*auditEntry{}, verdicts: map[string]decision{}, denied: map[string]bool{}}, nil
+// newAudit returns a job's audit, written to path from its first entry.
+func newAudit(path string) *audit {
+	return &audit{f: newLazyFile(path, "audit log"), pending: map[string]*auditEntry{}, verdicts: map[string]decision{}, denied: map[string]bool{}}
 }
+
+// written says whether audit.jsonl was created (a job without tool calls
+// has none).
+func (a *audit) written() bool { return a.f.written() }
 
 // decided records pneuma's verdict on a call before the tool runs.
 func (a *audit) decided(toolUseID string, v decision) {

@@ -72,7 +72,7 @@ func (f *finish) commitLeftovers(ctx context.Context, of string) string {
 }
 
 // recordChanges counts what the branch changed against the base and writes
-// diff.patch (empty when nothing changed: that says "no changes" as plainly).
+// diff.patch when it changed anything.
 func (f *finish) recordChanges(ctx context.Context, head string) {
 	if head == "" {
 		return
@@ -86,8 +86,8 @@ func (f *finish) recordChanges(ctx context.Context, head string) {
 		}
 		f.res.FilesChanged, f.res.Insertions, f.res.Deletions = st.Files, st.Insertions, st.Deletions
 	}
-	if !f.job.UseWorktree {
-		return // the job worked in the repository itself: no patch of its own
+	if !f.job.UseWorktree || head == f.job.BaseCommit {
+		return // the job worked in the repository itself, or changed nothing
 	}
 	if err := writePatch(ctx, f.git, f.rec.dir.Patch(), f.job.Dir, f.job.BaseCommit, head); err != nil {
 		f.warn("%v", err)
@@ -100,9 +100,7 @@ func writePatch(ctx context.Context, git *worktree.Manager, path, dir, base, hea
 	if err != nil {
 		return fmt.Errorf("write diff.patch: %w", err)
 	}
-	if head != base {
-		err = git.WriteDiff(ctx, dir, base, head, out)
-	}
+	err = git.WriteDiff(ctx, dir, base, head, out)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}

@@ -53,12 +53,14 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return failed(res, report.ReasonWorkspace, err)
 	}
 	defer records.close() // for the early returns; closed below with its error kept
-	res.Audit = rec.Audit()
 	r.started(job, start)
 
 	sessionID := r.attempts(ctx, job, records, prior, &res)
 	records.audit.flush()
 	res.ToolCalls, res.ToolDenials = records.audit.counts()
+	if records.audit.written() {
+		res.Audit = rec.Audit()
+	}
 	if r.finishJob(ctx, job, &res, records, sessionID, ws.watch) {
 		ws.watch = nil // parked with the worktree, for the next job
 	}

@@ -1,14 +1,17 @@
 package runner
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -22,27 +25,33 @@ const (
 	StateFinished = "finished"
 )
 
-// Journal is run.json: the plan and every job's state, rewritten atomically
-// after every change so that a run killed with SIGKILL can be resumed.
+// Journal is a run's plan and every job's state, kept so that a run
+// killed with SIGKILL can be resumed. run.json holds the plan and the states
+// as they were when it was written (at the start and at the end of the run);
+// in between, each change appends the job's new state as one line to
+// journal.jsonl, and ReadJournal replays those lines onto run.json. A change
+// costs a short append, not a rewrite of the whole journal: rewriting it
+// made a run's disk writes and CPU grow with the square of its jobs.
 type Journal struct {
 	JournalData
 
-	mu     sync.Mutex // guards JournalData and seq
-	saveMu sync.Mutex // orders saves so an older snapshot never lands last
-	path   string
+	mu    sync.Mutex // guards JournalData, dirty and seq
+	dirty []bool     // per job: changed since its state was last appended
+	// seq counts the calls of sync; saved and saveErr (guarded by
+	// writeMu) are those of the last append that included them.
+	seq uint64
 
-	// seq counts the calls of sync; a snapshot takes it along, and saved
-	// and saveErr (guarded by saveMu) are those of the last save.
-	seq     uint64
+	writeMu sync.Mutex // orders appends and saves
+	path    string     // run.json
+	logPath string     // journal.jsonl
+	log     *os.File
+	logSize int64 // bytes of whole lines in log
 	saved   uint64
 	saveErr error
-	// enc keeps, across saves, the encoding of what no longer changes
-	// (guarded by saveMu).
-	enc journalCache
 
-	// dirty wakes the background writer; changes that arrive while it
-	// writes are coalesced into its next write.
-	dirty   chan struct{}
+	// wake wakes the background writer; changes that arrive while it
+	// writes are coalesced into its next append.
+	wake    chan struct{}
 	stopped chan struct{}
 	quit    chan struct{} // closed by stopWriter: no more pauses
 }
@@ -58,20 +67,19 @@ type JournalData struct {
 	Jobs      []*JobState `json:"jobs"`
 }
 
-// startWriter starts the goroutine that saves the journal after touch.
-// Under heavy disk load an fsync can take a second; jobs must not wait for
-// it on their way, only where durability matters (a finished job).
+// startWriter starts the goroutine that appends the changes touch
+// announces. Under heavy disk load a write can stall; jobs must not wait for
+// it on their way, only where durability matters (a finished job syncs).
 func (j *Journal) startWriter() {
-	j.dirty = make(chan struct{}, 1)
+	j.wake = make(chan struct{}, 1)
 	j.stopped, j.quit = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(j.stopped)
-		for range j.dirty {
-			_ = j.save() // a failed background save is retried by the next, and reported by the job's own save
-			// Changes that come meanwhile wait for the next save: a save
-			// costs as much as the whole journal, and a run of hundreds of
-			// jobs changes it many times a second. A finished job does not
-			// wait (sync); a kill loses at most this much of the rest.
+		for range j.wake {
+			_ = j.appendChanges(false) // a failed append is retried by the next, and reported by the job's own sync
+			// Changes that come meanwhile wait for the next append, so a
+			// burst of progress is one write; a kill loses at most this
+			// much of it (a finished job does not wait: it syncs).
 			t := time.NewTimer(writerPause)
 			select {
 			case <-t.C:
@@ -82,22 +90,33 @@ func (j *Journal) startWriter() {
 	}()
 }
 
-// writerPause is the least time between two saves of the background writer.
+// writerPause is the least time between two appends of the background writer.
 const writerPause = 100 * time.Millisecond
 
-// touch schedules a save without waiting for it.
+// touch schedules an append without waiting for it.
 func (j *Journal) touch() {
 	select {
-	case j.dirty <- struct{}{}:
-	default: // a save is already pending; it will include this change
+	case j.wake <- struct{}{}:
+	default: // an append is already pending; it will include this change
 	}
 }
 
-// stopWriter ends the writer after its pending save.
+// stopWriter ends the writer after its pending append and closes the log,
+// removing it when the last save left it empty (a run that ended).
 func (j *Journal) stopWriter() {
 	close(j.quit)
-	close(j.dirty)
+	close(j.wake)
 	<-j.stopped
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
+	if j.log == nil {
+		return
+	}
+	_ = j.log.Close() // every append was written; a close error loses nothing
+	j.log = nil
+	if j.logSize == 0 {
+		_ = os.Remove(j.logPath) // an empty log replays nothing either way
+	}
 }
 
 // JobState is one job's progress in the journal.
@@ -121,7 +140,7 @@ type JobState struct {
 // JournalPath is where a run's journal lives.
 func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
 
-// ReadJournal reads run.json of a run directory.
+// ReadJournal reads run.json of a run directory and replays its log.
 func ReadJournal(runDir string) (*Journal, error) {
 	path := JournalPath(runDir)
 	data, err := os.ReadFile(path)
@@ -138,12 +157,50 @@ func ReadJournal(runDir string) (*Journal, error) {
 	if j.Schema != JournalSchema {
 		return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, j.Schema, JournalSchema)
 	}
-	j.path = path
+	j.path, j.logPath = path, RunDir(runDir).JournalLog()
+	if err := j.replay(); err != nil {
+		return nil, err
+	}
 	return &j, nil
 }
 
+// replay applies journal.jsonl to the states read from run.json: each line
+// is a job's whole state, the last one wins. A last line without its
+// newline is a write cut short by a crash; it is left out.
+func (j *Journal) replay() error {
+	f, err := os.Open(j.logPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read run journal log: %w", err)
+	}
+	defer f.Close()
+	index := map[string]int{}
+	for i, s := range j.Jobs {
+		index[s.Name] = i
+	}
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // a torn last line, if any, is dropped
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", j.logPath, err)
+		}
+		var s JobState
+		if err := json.Unmarshal(line, &s); err != nil || s.Name == "" {
+			return fmt.Errorf("%s:%d: not a job state: %s", j.logPath, n, text.Shorten(string(line), 80))
+		}
+		if i, ok := index[s.Name]; ok {
+			j.Jobs[i] = &s
+		}
+	}
+}
+
 // openJournal creates run.json for a plan, carrying the states of a prior
-// journal (resume) for the jobs that are still in the plan.
+// journal (resume) for the jobs that are still in the plan, and an empty log.
 func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 	j := &Journal{
 		JournalData: JournalData{
@@ -153,7 +210,8 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 			StartedAt: time.Now().UTC(),
 			Plan:      p,
 		},
-		path: JournalPath(p.RunDir),
+		path:    JournalPath(p.RunDir),
+		logPath: RunDir(p.RunDir).JournalLog(),
 	}
 	old := map[string]*JobState{}
 	if prior != nil {
@@ -169,6 +227,7 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 		}
 		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
 	}
+	j.dirty = make([]bool, len(j.Jobs))
 	return j, j.save()
 }
 
@@ -184,13 +243,15 @@ func (j *Journal) state(name string) *JobState {
 	return nil
 }
 
-// update changes one job's state under the journal's lock.
+// update changes one job's state under the journal's lock; the next append
+// (touch, sync) writes it.
 func (j *Journal) update(name string, f func(*JobState)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, s := range j.Jobs {
+	for i, s := range j.Jobs {
 		if s.Name == name {
 			f(s)
+			j.dirty[i] = true
 			return
 		}
 	}
@@ -202,59 +263,116 @@ func (j *Journal) finish(r *report.Report) {
 	j.Status = r.Status
 }
 
-// save writes the journal atomically: temp file, fsync, rename, fsync dir.
-func (j *Journal) save() error {
-	j.saveMu.Lock()
-	defer j.saveMu.Unlock()
-	return j.saveLocked()
-}
-
-// sync makes the changes made before it durable, as save does, but shares
-// saves: callers that arrive while a save runs wait for it, and the first
-// of them saves once for all (a group commit). Each finished job syncs;
-// saving the whole journal once per job made a run's CPU grow with the
-// square of its jobs (docs/limits.md).
+// sync makes the changes made before it durable: it appends them and
+// fsyncs the log. Callers that arrive while an append runs wait for it,
+// and the first of them appends once for all (a group commit).
 func (j *Journal) sync() error {
 	j.mu.Lock()
 	j.seq++
 	mine := j.seq
 	j.mu.Unlock()
-	j.saveMu.Lock()
-	defer j.saveMu.Unlock()
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
 	if j.saved >= mine {
-		return j.saveErr // a save that began after the change covered it
+		return j.saveErr // an append that began after the change covered it
 	}
-	return j.saveLocked()
+	return j.appendLocked(true)
 }
 
-// saveLocked saves the journal; j.saveMu is held.
-func (j *Journal) saveLocked() error {
-	d, seq := j.snapshot()
-	data, err := j.enc.encode(d)
+// appendChanges appends the changed states, with an fsync if durable.
+func (j *Journal) appendChanges(durable bool) error {
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
+	return j.appendLocked(durable)
+}
+
+// appendLocked writes the states changed since the last append as one
+// write; writeMu is held. A write that fails is cut back off the log, so
+// the log only ever holds whole lines, and its states stay dirty for the
+// next append.
+func (j *Journal) appendLocked(durable bool) error {
+	lines, changed, seq, err := j.changes()
+	if err == nil && j.log == nil {
+		err = errors.New("run journal log is closed")
+	}
+	if err == nil && len(lines) > 0 {
+		if _, err = j.log.Write(lines); err != nil {
+			_ = j.log.Truncate(j.logSize) // best effort: the states stay dirty either way
+		} else {
+			j.logSize += int64(len(lines))
+		}
+	}
+	if err == nil && durable {
+		err = j.log.Sync()
+	}
 	if err != nil {
-		err = fmt.Errorf("encode run journal: %w", err)
-	} else {
-		err = writeFileAtomic(j.path, append(data, '\n'))
+		err = fmt.Errorf("append to run journal %s: %w", j.logPath, err)
+		j.mu.Lock()
+		for _, i := range changed {
+			j.dirty[i] = true
+		}
+		j.mu.Unlock()
 	}
 	j.saved, j.saveErr = seq, err
 	return err
 }
 
-// snapshot copies the journal under its lock, so that encoding it (a few
-// milliseconds for a big run on a busy machine) never holds up a job that
-// records its progress. A JobState's slices and result are replaced, never
-// changed in place, once they are in the journal.
-func (j *Journal) snapshot() (JournalData, uint64) {
+// changes encodes the changed states as lines and marks them clean. The
+// copies are encoded outside the lock: a JobState's slices and result are
+// replaced, never changed in place, once they are in the journal.
+func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.UpdatedAt = time.Now().UTC()
-	d := j.JournalData
-	d.Jobs = make([]*JobState, len(j.Jobs))
-	for i, s := range j.Jobs {
-		c := *s
-		d.Jobs[i] = &c
+	var states []JobState
+	for i, d := range j.dirty {
+		if d {
+			states = append(states, *j.Jobs[i])
+			changed = append(changed, i)
+			j.dirty[i] = false
+		}
 	}
-	return d, j.seq
+	seq = j.seq
+	j.mu.Unlock()
+	for _, s := range states {
+		data, merr := json.Marshal(&s)
+		if merr != nil {
+			return nil, changed, seq, fmt.Errorf("encode state of job %s: %w", s.Name, merr)
+		}
+		lines = append(append(lines, data...), '\n')
+	}
+	return lines, changed, seq, nil
+}
+
+// save writes run.json whole (atomically: temp file, fsync, rename, fsync
+// dir) and starts the log afresh: what it held is in run.json now.
+func (j *Journal) save() error {
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
+	j.mu.Lock()
+	j.UpdatedAt = time.Now().UTC()
+	data, err := json.Marshal(&j.JournalData)
+	for i := range j.dirty {
+		j.dirty[i] = false
+	}
+	seq := j.seq
+	j.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("encode run journal: %w", err)
+	}
+	if err := writeFileAtomic(j.path, append(data, '\n')); err != nil {
+		return err
+	}
+	// Only now: a crash before this point replays the old log onto the new
+	// run.json, which holds those states already.
+	if j.log == nil {
+		j.log, err = os.OpenFile(j.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o644)
+	} else {
+		err = j.log.Truncate(0)
+	}
+	if err != nil {
+		return fmt.Errorf("start run journal log: %w", err)
+	}
+	j.logSize, j.saved, j.saveErr = 0, seq, nil
+	return nil
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves either the
@@ -285,69 +403,4 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = d.Close()
 	}
 	return nil
-}
-
-// journalCache encodes run.json reusing what earlier saves encoded: the
-// plan, which does not change once the run has started, and the state of
-// each finished job. Encoding the whole journal on every save made a run's
-// CPU grow with the square of its jobs (docs/limits.md). It is compact:
-// indenting doubled the cost (jq reads it either way).
-type journalCache struct {
-	plan     *Plan
-	planJSON json.RawMessage
-	finished map[string]finishedJSON
-}
-
-// finishedJSON is the encoding of a finished job's state with its result.
-type finishedJSON struct {
-	result *report.Job
-	data   json.RawMessage
-}
-
-// journalHead is JournalData without its plan and jobs.
-type journalHead struct {
-	Schema    string    `json:"schema"`
-	RunID     string    `json:"run_id"`
-	Status    string    `json:"status"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// encode returns d as run.json.
-func (c *journalCache) encode(d JournalData) ([]byte, error) {
-	if c.plan != d.Plan || c.planJSON == nil {
-		data, err := json.Marshal(d.Plan)
-		if err != nil {
-			return nil, err
-		}
-		c.plan, c.planJSON = d.Plan, data
-	}
-	if c.finished == nil {
-		c.finished = map[string]finishedJSON{}
-	}
-	head, err := json.Marshal(journalHead{Schema: d.Schema, RunID: d.RunID, Status: d.Status, StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt})
-	if err != nil {
-		return nil, err
-	}
-	// Assembled by hand: json.Marshal would scan every cached part again.
-	buf := append(head[:len(head)-1], `,"plan":`...)
-	buf = append(append(buf, c.planJSON...), `,"jobs":[`...)
-	for i, s := range d.Jobs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		if e, ok := c.finished[s.Name]; ok && s.State == StateFinished && e.result == s.Result {
-			buf = append(buf, e.data...)
-			continue
-		}
-		data, err := json.Marshal(s)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(buf, data...)
-		if s.State == StateFinished && s.Result != nil {
-			c.finished[s.Name] = finishedJSON{result: s.Result, data: data}
-		}
-	}
-	return append(buf, "]}"...), nil
 }

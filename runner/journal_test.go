@@ -2,6 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -52,9 +54,10 @@ func TestJournalSyncGroupCommit(t *testing.T) {
 	}
 }
 
-// TestJournalEncodeCache checks that run.json assembled from cached parts
-// reads back as the journal it was, finished results and all.
-func TestJournalEncodeCache(t *testing.T) {
+// TestJournalLogReplay checks that the states appended to journal.jsonl
+// read back onto run.json, the last one of a job winning, across rounds
+// and a resume (which writes run.json afresh and empties the log).
+func TestJournalLogReplay(t *testing.T) {
 	p := &Plan{RunID: "r", RunDir: t.TempDir(), Jobs: []*Job{{Name: "a", Prompts: []string{"x"}}, {Name: "b"}}}
 	j, err := openJournal(p, nil)
 	if err != nil {
@@ -76,6 +79,61 @@ func TestJournalEncodeCache(t *testing.T) {
 		if got.RunID != "r" || len(got.Plan.Jobs) != 2 || got.Plan.Jobs[0].Prompts[0] != "x" ||
 			a.Result == nil || a.Result.Status != status || b.Attempt != round+1 {
 			t.Errorf("round %d: read back %+v, a %+v, b %+v", round, got.JournalData, a, b)
+		}
+	}
+	j.startWriter()
+	j.stopWriter()
+	prior, err := ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A resume: run.json gets the replayed states, the log starts empty.
+	j2, err := openJournal(p, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(RunDir(p.RunDir).JournalLog()); err != nil || len(data) != 0 {
+		t.Errorf("log after resume: %q, %v", data, err)
+	}
+	got, err := ReadJournal(p.RunDir)
+	if err != nil || got.Jobs[0].Result.Status != "failed" || got.Jobs[1].Attempt != 2 {
+		t.Fatalf("after resume: %+v %+v, %v", got.Jobs[0], got.Jobs[1], err)
+	}
+	// The end of a run: run.json whole, no log left.
+	j2.startWriter()
+	if err := j2.save(); err != nil {
+		t.Fatal(err)
+	}
+	j2.stopWriter()
+	if _, err := os.Stat(RunDir(p.RunDir).JournalLog()); !os.IsNotExist(err) {
+		t.Errorf("log after the run's last save: %v", err)
+	}
+}
+
+// TestJournalLogDamage: a last line cut short by a crash is left out; a
+// damaged line before it is an error that names the file and line.
+func TestJournalLogDamage(t *testing.T) {
+	p := &Plan{RunID: "r", RunDir: t.TempDir(), Jobs: []*Job{{Name: "a"}}}
+	if _, err := openJournal(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	log := RunDir(p.RunDir).JournalLog()
+	for _, tc := range []struct{ log, wantState, wantErr string }{
+		{`{"name":"a","state":"running"}` + "\n" + `{"name":"a","sta`, StateRunning, ""},
+		{`{"name":"a","state":"running"}` + "\n" + `{"name":"a","state":"finished"}` + "\n", StateFinished, ""},
+		{"garbage\n" + `{"name":"a","state":"running"}` + "\n", "", "journal.jsonl:1: not a job state"},
+	} {
+		if err := os.WriteFile(log, []byte(tc.log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadJournal(p.RunDir)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: error %v, want %q", tc.log, err, tc.wantErr)
+			}
+		case err != nil || got.Jobs[0].State != tc.wantState:
+			t.Errorf("%q: %+v, %v; want state %s", tc.log, got, err, tc.wantState)
 		}
 	}
 }

@@ -57,8 +57,13 @@ func (l Layout) Serve() string { return filepath.Join(l.Root, "serve") }
 // RunDir is a run's directory: its journal, reports and one directory per job.
 type RunDir string
 
-// Journal is run.json: the plan and the journal, rewritten atomically.
+// Journal is run.json: the plan and every job's state, written atomically
+// at the start and the end of a run.
 func (d RunDir) Journal() string { return filepath.Join(string(d), "run.json") }
+
+// JournalLog is journal.jsonl: each job's state after each change during a
+// run, one JSON line, replayed onto run.json when the run is resumed.
+func (d RunDir) JournalLog() string { return filepath.Join(string(d), "journal.jsonl") }
 
 // Report is report.json (schema pneuma.report/v1).
 func (d RunDir) Report() string { return filepath.Join(string(d), "report.json") }

@@ -93,25 +93,17 @@ type records struct {
 	audit  *audit
 }
 
-// openRecords creates the job's directory and opens its records.
+// openRecords creates the job's directory and opens its records: the
+// stream now, stderr.log and audit.jsonl when something is written to them.
 func openRecords(dir JobDir, stderrLimit int) (*records, error) {
 	if err := os.MkdirAll(string(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("create job directory: %w", err)
 	}
-	rec := &records{dir: dir}
-	var err error
-	if rec.stream, err = os.OpenFile(dir.Stream(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+	stream, err := os.OpenFile(dir.Stream(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
 		return nil, fmt.Errorf("open stream file: %w", err)
 	}
-	if rec.stderr, err = newTailFile(dir.Stderr(), stderrLimit); err != nil {
-		rec.close()
-		return nil, err
-	}
-	if rec.audit, err = newAudit(dir.Audit()); err != nil {
-		rec.close()
-		return nil, err
-	}
-	return rec, nil
+	return &records{dir: dir, stream: stream, stderr: newTailFile(dir.Stderr(), stderrLimit), audit: newAudit(dir.Audit())}, nil
 }
 
 // close closes the records; its error says which record may be incomplete.
@@ -122,9 +114,7 @@ func (rec *records) close() error {
 		errs = append(errs, rec.audit.close())
 	}
 	if rec.stderr != nil {
-		if err := rec.stderr.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close stderr log: %w", err))
-		}
+		errs = append(errs, rec.stderr.Close()) // lazyFile's errors name the log
 	}
 	if rec.stream != nil {
 		if err := rec.stream.Close(); err != nil && !errors.Is(err, os.ErrClosed) {

@@ -1,11 +1,6 @@
 package runner
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/pneuma-cli/pneuma/internal/tail"
-)
+import "github.com/pneuma-cli/pneuma/internal/tail"
 
 // tailKeep is how much of the end of stderr a job keeps in memory, for
 // error messages.
@@ -15,11 +10,8 @@ const tailKeep = 4096
 // at Close, a note of what was left out and the last limit/4 bytes.
 type tailFile = tail.File
 
-// newTailFile opens path for a bounded stderr log.
-func newTailFile(path string, limit int) (*tailFile, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open stderr log: %w", err)
-	}
-	return tail.NewFile(f, "stderr", limit, max(limit/4, tailKeep)), nil
+// newTailFile returns a bounded stderr log at path, created by the first
+// byte the CLI writes to stderr.
+func newTailFile(path string, limit int) *tailFile {
+	return tail.NewFile(newLazyFile(path, "stderr log"), "stderr", limit, max(limit/4, tailKeep))
 }

@@ -124,9 +124,10 @@ func (s *Server) jobDiff(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A job that changed nothing has no diff.patch: its diff is empty.
 	data, err := os.ReadFile(dir.Patch())
-	if err != nil {
-		writeError(w, http.StatusNotFound, "no diff for this job")
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		writeError(w, http.StatusInternalServerError, "read the job's diff: %v", err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

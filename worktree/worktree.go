@@ -472,7 +472,12 @@ func lockContention(err error) bool {
 		strings.Contains(s, "could not lock config file")
 }
 
+// refExists says whether ref (a full name) exists in repo: from its files
+// when they are plain, else from git.
 func (m *Manager) refExists(ctx context.Context, repo, ref string) bool {
+	if exists, sure := refFileExists(repo, ref); sure {
+		return exists
+	}
 	_, err := m.output(ctx, "-C", repo, "rev-parse", "--verify", "--quiet", ref)
 	return err == nil
 }

@@ -228,6 +228,69 @@ func TestResolveRef(t *testing.T) {
 	}
 }
 
+// TestRefFiles checks the file reads that spare a job start a repository
+// open or a git process against git's own answers: loose and packed refs,
+// a linked worktree, a detached HEAD, an unborn branch.
+func TestRefFiles(t *testing.T) {
+	t.Parallel()
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	ctx := testCtx(t)
+	head := gitT(t, m, repo, "rev-parse", "HEAD")
+	first := gitT(t, m, repo, "rev-parse", "HEAD~1")
+	linked := filepath.Join(t.TempDir(), "w")
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: linked, Branch: "w", Base: first}); err != nil {
+		t.Fatal(err)
+	}
+	detached := filepath.Join(t.TempDir(), "d")
+	gitT(t, m, repo, "worktree", "add", "-q", "--detach", detached, first)
+
+	for _, tc := range []struct {
+		dir, want string
+		ok        bool
+	}{{repo, head, true}, {linked, first, true}, {detached, first, true}} {
+		if sha, ok := looseHead(tc.dir); ok != tc.ok || sha != tc.want {
+			t.Errorf("looseHead(%s) = %q, %v; want %q", tc.dir, sha, ok, tc.want)
+		}
+	}
+	exists := func(ref string, want, wantSure bool) {
+		t.Helper()
+		if got, sure := refFileExists(repo, ref); got != want || sure != wantSure {
+			t.Errorf("refFileExists(%s) = %v, sure %v; want %v, %v", ref, got, sure, want, wantSure)
+		}
+		if wantSure && m.refExists(ctx, repo, ref) != want {
+			t.Errorf("refExists(%s) disagrees", ref)
+		}
+	}
+	exists("refs/heads/main", true, true)
+	exists("refs/heads/w", true, true)
+	exists("refs/heads/nope", false, true)
+	exists("refs/heads", false, true) // a directory is no ref
+
+	// Packed: the refs are no longer files; HEAD goes to go-git, which
+	// reads packed-refs, and the answers stay the same.
+	gitT(t, m, repo, "pack-refs", "--all")
+	exists("refs/heads/main", true, true)
+	exists("refs/heads/w", true, true)
+	exists("refs/heads/nope", false, true)
+	if _, ok := looseHead(repo); ok {
+		t.Error("looseHead answered for a packed ref")
+	}
+	if got, err := m.Head(ctx, repo); err != nil || got != head {
+		t.Errorf("Head after pack-refs = %q, %v; want %q", got, err, head)
+	}
+
+	// Unborn: HEAD names a branch that does not exist yet.
+	empty := t.TempDir()
+	gitT(t, m, empty, "init", "-q", "-b", "main")
+	if _, ok := looseHead(empty); ok {
+		t.Error("looseHead answered for an unborn branch")
+	}
+	if _, err := m.Head(ctx, empty); !errors.As(err, new(*RefError)) {
+		t.Errorf("Head of an unborn branch: %v; want *RefError", err)
+	}
+}
+
 func TestCreateConcurrent(t *testing.T) {
 	t.Parallel()
 	m := testManager(t, identityConfig)

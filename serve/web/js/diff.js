@@ -9,6 +9,10 @@ function line(kind, text) {
 /** unified renders a unified diff (git diff output). */
 export function unified(patch) {
   const files = h('div', {class: 'diff'});
+  if (!String(patch).trim()) {
+    files.append(h('p', {class: 'muted'}, 'No changes.'));
+    return files;
+  }
   let pre = null;
   const start = (name) => {
     pre = h('pre', {class: 'diff-body', tabindex: '0'});
@@ -33,7 +37,6 @@ export function unified(patch) {
       pre.append(line('ctx', l));
     }
   }
-  if (!String(patch).trim()) files.append(h('p', {class: 'muted'}, 'No changes.'));
   return files;
 }
 
