@@ -29,6 +29,8 @@ func TestClassify(t *testing.T) {
 		{"no result, invalid lines counted", outcome{invalid: 3, exit: claude.ExitStatus{Code: -1, Signal: "SIGKILL"}}, report.StatusFailed, report.ReasonNoResult, "(killed by SIGKILL) without a result; 3 stdout lines were not JSON"},
 		{"timeout", outcome{stopped: report.ReasonTimeout, timeout: time.Minute}, report.StatusFailed, report.ReasonTimeout, "the job's timeout (1m0s)"},
 		{"idle timeout", outcome{last: ok, results: 1, prompts: 2, stopped: report.ReasonIdleTimeout, idleTimeout: time.Second}, report.StatusFailed, report.ReasonIdleTimeout, "idle_timeout (1s)"},
+		{"mcp failed", outcome{stopped: report.ReasonMCPFailed, mcp: []claude.MCPServer{{Name: "gh", Status: "failed", Error: "ENOENT"}, {Name: "ok", Status: "connected"}}},
+			report.StatusFailed, report.ReasonMCPFailed, "MCP servers did not start: gh (failed: ENOENT)"},
 		{"interrupted", outcome{stopped: report.ReasonInterrupted}, report.StatusInterrupted, report.ReasonInterrupted, ""},
 		{"fail fast", outcome{stopped: report.ReasonFailFast}, report.StatusInterrupted, report.ReasonFailFast, ""},
 		{"a result wins over a linger stop", outcome{last: ok, results: 1, prompts: 1, stopped: "linger"}, report.StatusSucceeded, "", ""},

@@ -94,11 +94,17 @@ func suspect(res *claude.Result, mcp []claude.MCPServer, permMode string) []repo
 	return out
 }
 
-// failedMCP names the MCP servers that failed or need auth, with status.
+// failedMCP names the MCP servers that failed or need auth, with status
+// and, when the CLI said it, why.
 func failedMCP(servers []claude.MCPServer) []string {
 	var out []string
 	for _, s := range servers {
-		if s.Status == "failed" || s.Status == "needs-auth" {
+		if s.Status != "failed" && s.Status != "needs-auth" {
+			continue
+		}
+		if s.Error != "" {
+			out = append(out, s.Name+" ("+s.Status+": "+s.Error+")")
+		} else {
 			out = append(out, s.Name+" ("+s.Status+")")
 		}
 	}

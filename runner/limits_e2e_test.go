@@ -256,3 +256,57 @@ jobs:
 		t.Errorf("fb: %s/%s %s, model %q fallback %q", j.Status, j.Reason, j.Error, j.Model, j.FallbackModel)
 	}
 }
+
+// brokenMCP is an MCP config naming stdio servers that cannot start: one
+// whose command does not exist, one that exits at once. The CLI (2.1.197)
+// lists both as failed in its init line, which it writes only once the
+// first prompt is in, and sends that prompt to the API regardless.
+const brokenMCP = `{"mcpServers":{"gone":{"command":"/nonexistent/pneuma-mcp-server"},"quits":{"command":"false"}}}`
+
+func TestFailedMCPServer(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	for _, token := range []string{"TOKEN-MCPWARN", "TOKEN-MCPSTRICT"} {
+		b.jobs[token] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[token]++
+			return fakeapi.Text("done without the server")
+		}
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: warn
+    prompt: TOKEN-MCPWARN go
+    mcp_config: '`+brokenMCP+`'
+  - name: strict
+    prompt: TOKEN-MCPSTRICT go
+    mcp_config: '`+brokenMCP+`'
+    expect: {mcp: true}
+`)
+	rep := b.run(p)
+	mu.Lock()
+	defer mu.Unlock()
+	warn := jobByName(t, rep, "warn")
+	if warn.Status != report.StatusSucceeded || len(warn.Warnings) != 1 || warn.Warnings[0].Code != report.WarnMCPFailed ||
+		!strings.Contains(warn.Warnings[0].Message, "gone (failed)") || !strings.Contains(warn.Warnings[0].Message, "quits (failed)") {
+		t.Errorf("warn: %s/%s, warnings %+v", warn.Status, warn.Reason, warn.Warnings)
+	}
+	if asked["TOKEN-MCPWARN"] != 1 {
+		t.Errorf("warn: the API answered %d requests, want 1", asked["TOKEN-MCPWARN"])
+	}
+	strict := jobByName(t, rep, "strict")
+	if strict.Status != report.StatusFailed || strict.Reason != report.ReasonMCPFailed ||
+		!strings.Contains(strict.Error, "gone (failed: ENOENT") { // quits may still be starting: no need to wait for it
+		t.Errorf("strict: %s/%s %q", strict.Status, strict.Reason, strict.Error)
+	}
+	if asked["TOKEN-MCPSTRICT"] != 0 || strict.CostUSD != 0 || len(strict.Attempts) != 1 {
+		t.Errorf("strict: %d API requests, cost %v, attempts %+v; want it stopped before its first prompt",
+			asked["TOKEN-MCPSTRICT"], strict.CostUSD, strict.Attempts)
+	}
+	if len(strict.Warnings) != 1 || strict.Warnings[0].Code != report.WarnMCPFailed {
+		t.Errorf("strict warnings %+v", strict.Warnings)
+	}
+}
