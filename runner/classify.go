@@ -24,6 +24,8 @@ type outcome struct {
 	stopped string
 	// mcp are the MCP servers as last reported (init line or mcp_status).
 	mcp []claude.MCPServer
+	// outputRejected is why the CLI refused the latest structured output.
+	outputRejected string
 	// verify is the job's verification, nil when it has none; rounds are the
 	// rounds that ran.
 	verify      *VerifySpec
@@ -95,6 +97,14 @@ func classifyResult(o outcome) verdict {
 		v.reason = report.ReasonMaxTurns
 	case res.Subtype == "error_max_budget_usd":
 		v.reason = report.ReasonMaxBudget
+	case res.Subtype == "error_max_structured_output_retries":
+		// The CLI validates the StructuredOutput call against --json-schema
+		// itself and gives up after a few refused calls.
+		v.reason = report.ReasonInvalidOutput
+		v.err = "no valid structured output: " + firstNonEmpty(v.err, res.Subtype)
+		if o.outputRejected != "" {
+			v.err += "; the last was refused: " + o.outputRejected
+		}
 	case res.Subtype == "success" && res.IsError:
 		// API errors are subtype success + is_error (pitfall 8).
 		v.reason = report.ReasonAPIError

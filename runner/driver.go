@@ -192,7 +192,7 @@ func (d *driver) verified(vr report.VerifyRound) action {
 func (d *driver) outcome(exit claude.ExitStatus, stopped string) outcome {
 	return outcome{
 		last: d.last, results: d.results, prompts: len(d.prompts), final: d.final,
-		invalid: d.invalid, exit: exit, stopped: stopped, mcp: d.mcp,
+		invalid: d.invalid, exit: exit, stopped: stopped, mcp: d.mcp, outputRejected: d.outputRejected,
 		verify: d.job.Verify, rounds: d.rounds, timeout: d.job.Timeout, idleTimeout: d.job.IdleTimeout,
 	}
 }

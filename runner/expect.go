@@ -27,16 +27,15 @@ func (r *run) judge(job *Job, res *report.Job, last attempt) {
 	if len(job.OutputSchema) > 0 {
 		out, err := structuredOutput(job.OutputSchema, last.result)
 		if err != nil {
+			// Invalid output is kept out of the report and output.json,
+			// where scripts would take it for the job's answer; the
+			// stream has it.
 			res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonInvalidOutput, err.Error()
-		}
-		if out != nil {
-			res.StructuredOutput = out
-			if werr := os.WriteFile(JobDir(job.JobDir).Output(), out, 0o644); werr != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("write output.json: %v", werr))
-			}
-		}
-		if err != nil {
 			return
+		}
+		res.StructuredOutput = out
+		if werr := os.WriteFile(JobDir(job.JobDir).Output(), out, 0o644); werr != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("write output.json: %v", werr))
 		}
 	}
 	if v, failed := expectVerdict(job.Expect, res.Warnings); failed {

@@ -310,3 +310,48 @@ jobs:
 		t.Errorf("strict warnings %+v", strict.Warnings)
 	}
 }
+
+// The CLI (2.1.197) validates the StructuredOutput call against
+// --json-schema itself: it refuses invalid input with an error tool_result
+// ("Output does not match required schema: /n: must be integer"), and after
+// five refused calls ends with a result of subtype
+// error_max_structured_output_retries.
+func TestInvalidStructuredOutput(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	calls := 0
+	b.jobs["TOKEN-BADJSON"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls > 20 {
+			return fakeapi.Text("giving up") // the CLI gave up long before
+		}
+		return fakeapi.ToolUse(fakeapi.Tool("StructuredOutput", map[string]any{"n": "three"}))
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: bad
+    prompt: TOKEN-BADJSON
+    retries: 2
+    output_schema: {type: object, properties: {n: {type: integer}}, required: [n]}
+`)
+	rep := b.run(p)
+	j := jobByName(t, rep, "bad")
+	if j.Status != report.StatusFailed || j.Reason != report.ReasonInvalidOutput ||
+		!strings.Contains(j.Error, "no valid structured output") || !strings.Contains(j.Error, "/n: must be integer") {
+		t.Errorf("bad: %s/%s %q", j.Status, j.Reason, j.Error)
+	}
+	if len(j.Attempts) != 1 || len(j.StructuredOutput) != 0 {
+		t.Errorf("bad: attempts %+v, structured_output %s; want one attempt (not retried) and no output", j.Attempts, j.StructuredOutput)
+	}
+	if _, err := os.Stat(runner.JobDir(p.Jobs[0].JobDir).Output()); !os.IsNotExist(err) {
+		t.Errorf("output.json written for invalid output (stat: %v)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 2 || calls > 20 {
+		t.Errorf("the API answered %d StructuredOutput calls; the CLI retries a refused one a few times", calls)
+	}
+	t.Logf("the CLI gave up after %d calls", calls)
+}
