@@ -64,7 +64,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	if err := r.reserveStart(ctx); err != nil {
 		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
 		if errors.Is(err, errHeld) {
-			a.status, a.reason, a.err = report.StatusFailed, report.ReasonUsageLimit, heldError(r.plan.Limits).Error()
+			a.status, a.reason, a.err = report.StatusFailed, report.ReasonUsageLimit, r.heldError()
 		}
 		return a
 	}

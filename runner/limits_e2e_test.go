@@ -138,6 +138,9 @@ jobs:
 	if bj.Status != report.StatusSkipped || bj.Reason != report.ReasonUsageLimit || len(b.api.Requests()) != 1 {
 		t.Errorf("b: %s/%s after %d requests", bj.Status, bj.Reason, len(b.api.Requests()))
 	}
+	if want := "not started: the account's usage limit is reached and it resets at "; !strings.HasPrefix(bj.Error, want) || !strings.HasSuffix(bj.Error, "beyond limits.max_wait (1h0m0s)") {
+		t.Errorf("b: error %q", bj.Error)
+	}
 }
 
 func TestOverloadStormHalvesConcurrencyThenRecovers(t *testing.T) {
@@ -354,4 +357,57 @@ jobs:
 		t.Errorf("the API answered %d StructuredOutput calls; the CLI retries a refused one a few times", calls)
 	}
 	t.Logf("the CLI gave up after %d calls", calls)
+}
+
+func TestReserveUtilizationStopsNewJobs(t *testing.T) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(3 * time.Hour)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	for _, token := range []string{"TOKEN-RSV1", "TOKEN-RSV2", "TOKEN-RSV3"} {
+		b.jobs[token] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[token]++
+			// The CLI passes utilization on only from allowed_warning up.
+			return fakeapi.Text("done").WithRateLimit(fakeapi.RateLimit{Status: "allowed_warning", Utilization: 0.95, Reset: reset})
+		}
+	}
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {reserve_utilization: 0.8}
+jobs:
+  - name: first
+    prompt: TOKEN-RSV1 go
+  - name: second
+    prompt: TOKEN-RSV2 go
+  - name: third
+    prompt: TOKEN-RSV3 go
+`)
+	evs := &eventLog{}
+	rep := b.runWith(p, runner.Options{Reporter: evs})
+	const why = "utilization 95% of the five_hour limit is past limits.reserve_utilization 80%"
+	if j := jobByName(t, rep, "first"); j.Status != report.StatusSucceeded {
+		t.Errorf("first: %s/%s %s", j.Status, j.Reason, j.Error)
+	}
+	for _, name := range []string{"second", "third"} {
+		if j := jobByName(t, rep, name); j.Status != report.StatusSkipped || j.Reason != report.ReasonUsageLimit || j.Error != "not started: "+why {
+			t.Errorf("%s: %s/%s %q", name, j.Status, j.Reason, j.Error)
+		}
+	}
+	mu.Lock()
+	if asked["TOKEN-RSV2"]+asked["TOKEN-RSV3"] != 0 {
+		t.Errorf("held jobs reached the API: %v", asked)
+	}
+	mu.Unlock()
+	if rsv := evs.of(runner.EventUsageReserve); len(rsv) != 1 || rsv[0].Job != "first" || !strings.HasPrefix(rsv[0].Message, why) {
+		t.Errorf("usage_reserve events %+v", rsv)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Code != report.WarnUsageReserve || !strings.HasPrefix(rep.Warnings[0].Message, why) {
+		t.Errorf("run warnings %+v", rep.Warnings)
+	}
+	if rl := rep.RateLimit; rep.Status != report.RunFailed || rl == nil || rl.Status != "allowed_warning" || rl.Utilization == nil || *rl.Utilization != 0.95 {
+		t.Errorf("run %s, rate_limit %+v", rep.Status, rl)
+	}
 }

@@ -179,6 +179,9 @@ type run struct {
 	gate *gate
 	// rateLimit is the latest rate-limit state any job reported.
 	rateLimit *claude.RateLimitInfo
+	// heldWhy says why the gate stopped new jobs for good ("" while it
+	// has not): the error of the jobs it kept from starting.
+	heldWhy string
 }
 
 // parkedTree is a finished job's clean worktree, waiting for the next job.
