@@ -411,3 +411,110 @@ jobs:
 		t.Errorf("run %s, rate_limit %+v", rep.Status, rl)
 	}
 }
+
+// waitHook calls fn on the usage_limit_wait event.
+type waitHook struct {
+	eventLog
+	fn func()
+}
+
+func (h *waitHook) Event(ev runner.Event) {
+	h.eventLog.Event(ev)
+	if ev.Type == runner.EventUsageLimitWait {
+		h.fn()
+	}
+}
+
+// Ctrl-C while a run waits for a usage limit's reset (cmd/signal.go cancels
+// the run's context) ends the run at once: the held job is interrupted,
+// the job not started is skipped, and --resume continues both, the held job
+// in its session. The interrupt comes as the wait begins (the run must not
+// start waiting) or during it.
+func TestInterruptDuringUsageLimitWait(t *testing.T) {
+	for _, after := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) { interruptUsageLimitWait(t, after) })
+	}
+}
+
+func interruptUsageLimitWait(t *testing.T, after time.Duration) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(time.Hour)
+	var mu sync.Mutex
+	limited := false
+	b.jobs["TOKEN-HELD"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if !limited {
+			limited = true
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("held done")
+	}
+	b.jobs["TOKEN-LATER"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.Text("later done") }
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {max_wait: 2h}
+jobs:
+  - name: held
+    prompt: TOKEN-HELD go
+  - name: later
+    prompt: TOKEN-LATER go
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	interrupt := func() { cancelled <- time.Now(); cancel() }
+	hook := &waitHook{fn: func() {
+		if after == 0 {
+			interrupt()
+			return
+		}
+		time.AfterFunc(after, interrupt)
+	}}
+	opts := runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Reporter: hook}
+	rep, err := runner.Run(ctx, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-cancelled:
+		if took := time.Since(at); took > 10*time.Second {
+			t.Errorf("the run ended %s after it was interrupted", took)
+		}
+	default:
+		t.Fatalf("the run ended without waiting for the reset: %s, jobs %+v", rep.Status, rep.Jobs)
+	}
+	held, later := jobByName(t, rep, "held"), jobByName(t, rep, "later")
+	if rep.Status != report.RunInterrupted || held.Status != report.StatusInterrupted || held.Reason != report.ReasonInterrupted ||
+		len(held.Attempts) != 1 || held.Attempts[0].Reason != report.ReasonUsageLimit || held.SessionID == "" { // the wait is no attempt
+		t.Fatalf("run %s; held: %s/%s %q, attempts %+v", rep.Status, held.Status, held.Reason, held.Error, held.Attempts)
+	}
+	if later.Status != report.StatusSkipped || later.Reason != report.ReasonInterrupted {
+		t.Errorf("later: %s/%s", later.Status, later.Reason)
+	}
+	if n := len(b.api.Requests()); n != 1 {
+		t.Errorf("the API saw %d requests, want only the one that hit the limit", n)
+	}
+
+	// --resume continues what the interrupt stopped.
+	jr, err := runner.ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr.Plan.Binary = b.bin
+	opts.Reporter = nil
+	ctx2, cancel2 := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel2()
+	rep, err = runner.Resume(ctx2, jr.Plan, jr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, later = jobByName(t, rep, "held"), jobByName(t, rep, "later")
+	if rep.Status != report.RunSucceeded || held.Status != report.StatusSucceeded || later.Status != report.StatusSucceeded {
+		t.Fatalf("resumed run %s: held %s/%s %q, later %s/%s %q", rep.Status, held.Status, held.Reason, held.Error, later.Status, later.Reason, later.Error)
+	}
+	if len(held.Attempts) != 2 || held.Attempts[1].SessionID != held.Attempts[0].SessionID || held.Result != "held done" {
+		t.Errorf("held did not continue its session: %+v", held.Attempts)
+	}
+}
