@@ -58,7 +58,7 @@ func (d *driver) loop(ctx context.Context) string {
 			}
 			switch act := d.handle(ev); {
 			case act == actMCPFailed:
-				st.stop(ctx, report.ReasonMCPFailed) // before money is spent
+				st.stop(ctx, report.ReasonMCPFailed) // a server mcp_status still had pending failed
 			case !st.started():
 				d.act(act, t, v)
 			}
