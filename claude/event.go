@@ -84,11 +84,13 @@ type Init struct {
 	MCPServers []MCPServer `json:"mcp_servers"`
 }
 
-// MCPServer is one entry of the init line's mcp_servers: Status is
-// "connected", "failed", "needs-auth" or "pending".
+// MCPServer is one entry of the init line's mcp_servers, or of the answer
+// to an mcp_status request: Status is "connected", "failed", "needs-auth" or
+// "pending". Error says why a server failed (mcp_status only).
 type MCPServer struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Rate-limit statuses of RateLimitInfo.

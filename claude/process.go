@@ -289,6 +289,26 @@ func (p *Process) Initialize(ctx context.Context, req InitializeRequest) (json.R
 	return reply.Response, nil
 }
 
+// MCPStatus asks the CLI how the starts of its MCP servers went (the
+// mcp_status control request). The CLI answers before the first user
+// message, without an API call; a server still starting is "pending".
+func (p *Process) MCPStatus(ctx context.Context) ([]MCPServer, error) {
+	reply, err := p.request(ctx, map[string]string{"subtype": "mcp_status"})
+	if err != nil {
+		return nil, fmt.Errorf("mcp_status: %w", err)
+	}
+	if reply.Subtype != "success" {
+		return nil, fmt.Errorf("mcp_status: claude answered %s: %s", reply.Subtype, reply.Error)
+	}
+	var body struct {
+		MCPServers []MCPServer `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(reply.Response, &body); err != nil {
+		return nil, fmt.Errorf("mcp_status: decode the answer: %w", err)
+	}
+	return body.MCPServers, nil
+}
+
 // request sends a control request and waits for the control_response with
 // the same request_id.
 func (p *Process) request(ctx context.Context, body any) (*ControlReply, error) {

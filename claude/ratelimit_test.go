@@ -26,7 +26,7 @@ func TestDecodeRateLimitAndInitExtras(t *testing.T) {
 		{"init with mcp servers",
 			`{"type":"system","subtype":"init","session_id":"s3","mcp_servers":[{"name":"gh","status":"failed"},{"name":"db","status":"needs-auth"}]}`,
 			Event{Type: TypeSystem, Subtype: SubtypeInit, SessionID: "s3", Init: &Init{SessionID: "s3",
-				MCPServers: []MCPServer{{"gh", "failed"}, {"db", "needs-auth"}}}}},
+				MCPServers: []MCPServer{{Name: "gh", Status: "failed"}, {Name: "db", Status: "needs-auth"}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

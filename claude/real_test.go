@@ -301,3 +301,34 @@ func TestRealCLIStopDuringPermissionPrompt(t *testing.T) {
 		t.Error("the tool ran although permission was never granted")
 	}
 }
+
+// The CLI answers mcp_status before the first user message, without an API
+// call: a server whose command does not exist is failed (with the spawn
+// error, in the first answer in every run so far); one that has not
+// answered yet is pending.
+func TestRealCLIMCPStatusBeforeFirstPrompt(t *testing.T) {
+	api := fakeapi.New(t, fakeapi.Sequence(fakeapi.Text("unused")))
+	p := startReal(t, api, t.TempDir(), Options{MCPConfig: `{"mcpServers":{"gone":{"command":"/nonexistent/pneuma-mcp"},"slow":{"command":"sleep","args":["30"]}}}`}, nil)
+	go drainAll(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := map[string]MCPServer{}
+	for got["gone"].Status == "" || got["gone"].Status == "pending" { // bounded by ctx
+		servers, err := p.MCPStatus(ctx)
+		if err != nil {
+			t.Fatalf("MCPStatus() error: %v", err)
+		}
+		for _, s := range servers {
+			got[s.Name] = s
+		}
+	}
+	if g := got["gone"]; g.Status != "failed" || !strings.Contains(g.Error, "ENOENT") {
+		t.Errorf("gone: %+v", g)
+	}
+	if s := got["slow"]; s.Status != "pending" {
+		t.Errorf("slow: %+v", s)
+	}
+	if n := len(api.Requests()); n != 0 {
+		t.Errorf("%d API requests before the first prompt", n)
+	}
+}

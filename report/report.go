@@ -127,6 +127,9 @@ const (
 	// WarnWorktreeNotRemoved: a clean worktree could not be removed at the
 	// end of a run; `pneuma clean` removes it.
 	WarnWorktreeNotRemoved = "worktree_not_removed"
+	// WarnUsageReserve: the account's utilization passed
+	// limits.reserve_utilization, so the jobs after it did not start.
+	WarnUsageReserve = "usage_reserve"
 	// WarnAskedQuestion: a successful job's final answer asks the user
 	// something, so it may have stopped short.
 	WarnAskedQuestion = "asked_question"

@@ -35,6 +35,9 @@ type attempt struct {
 	rateLimit  *claude.RateLimitInfo
 	mcp        []claude.MCPServer
 	permMode   string // the permission mode the CLI reported
+	// unstarted: the run stopped, or a usage limit closed it, while the
+	// attempt waited for a start slot; no CLI ran.
+	unstarted bool
 }
 
 // attempt runs the CLI once in the job's workspace; resume continues an
@@ -62,9 +65,9 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 
 	waitStart := time.Now()
 	if err := r.reserveStart(ctx); err != nil {
-		a.status, a.reason = report.StatusInterrupted, stopReason(ctx)
+		a.status, a.reason, a.unstarted = report.StatusInterrupted, stopReason(ctx), true
 		if errors.Is(err, errHeld) {
-			a.status, a.reason, a.err = report.StatusFailed, report.ReasonUsageLimit, heldError(r.plan.Limits).Error()
+			a.status, a.reason, a.err = report.StatusFailed, report.ReasonUsageLimit, r.heldError()
 		}
 		return a
 	}

@@ -31,6 +31,9 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			break
 		}
 		last = r.attempt(ctx, job, rec, sessionID)
+		if last.unstarted {
+			break // nothing ran: no attempt to account
+		}
 		reset, limited := usageLimit(last.verdict, last.rateLimit, last.result)
 		if limited {
 			last.reason = report.ReasonUsageLimit
@@ -52,6 +55,9 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			// wait is no retry.
 			if holds++; holds <= maxHolds && r.holdForLimit(ctx, job, reset) {
 				continue
+			}
+			if ctx.Err() != nil { // stopped while held: continued by --resume
+				last.status, last.reason, last.err = report.StatusInterrupted, stopReason(ctx), ""
 			}
 			break
 		}

@@ -22,6 +22,10 @@ type outcome struct {
 	// stopped says why pneuma stopped the process ("" when the CLI ended by
 	// itself): a report reason, or "linger" for a hang after the result.
 	stopped string
+	// mcp are the MCP servers as last reported (init line or mcp_status).
+	mcp []claude.MCPServer
+	// outputRejected is why the CLI refused the latest structured output.
+	outputRejected string
 	// verify is the job's verification, nil when it has none; rounds are the
 	// rounds that ran.
 	verify      *VerifySpec
@@ -54,7 +58,7 @@ func classify(o outcome) verdict {
 	case o.stopped == report.ReasonIdleTimeout:
 		return verdict{report.StatusFailed, o.stopped, fmt.Sprintf("stopped after no output for the job's idle_timeout (%s)", o.idleTimeout)}
 	case o.stopped == report.ReasonMCPFailed:
-		return verdict{report.StatusFailed, o.stopped, "an MCP server failed to start or needs auth, and expect: {mcp: true} is set"}
+		return verdict{report.StatusFailed, o.stopped, "expect: {mcp: true} is set and MCP servers did not start: " + strings.Join(failedMCP(o.mcp), ", ")}
 	case o.stopped == report.ReasonInterrupted || o.stopped == report.ReasonFailFast:
 		return verdict{status: report.StatusInterrupted, reason: o.stopped}
 	case o.last == nil:
@@ -93,6 +97,14 @@ func classifyResult(o outcome) verdict {
 		v.reason = report.ReasonMaxTurns
 	case res.Subtype == "error_max_budget_usd":
 		v.reason = report.ReasonMaxBudget
+	case res.Subtype == "error_max_structured_output_retries":
+		// The CLI validates the StructuredOutput call against --json-schema
+		// itself and gives up after a few refused calls.
+		v.reason = report.ReasonInvalidOutput
+		v.err = "no valid structured output: " + firstNonEmpty(v.err, res.Subtype)
+		if o.outputRejected != "" {
+			v.err += "; the last was refused: " + o.outputRejected
+		}
 	case res.Subtype == "success" && res.IsError:
 		// API errors are subtype success + is_error (pitfall 8).
 		v.reason = report.ReasonAPIError

@@ -31,8 +31,13 @@ type driver struct {
 // process on a timeout, an idle stream, a lingering exit or ctx's end. It
 // returns why pneuma stopped the process ("" when the CLI ended by itself).
 func (d *driver) loop(ctx context.Context) string {
-	if err := d.p.SendUser(d.prompts[0]); err == nil {
-		d.sent = 1 // else the process died already; its stdout says why
+	var mcpC <-chan []claude.MCPServer
+	if d.job.Expect != nil && d.job.Expect.MCP {
+		m := startMCPCheck(ctx, d.p) // the first prompt waits for its answer
+		defer m.close()
+		mcpC = m.c
+	} else {
+		d.sendFirst()
 	}
 	st := &stopper{p: d.p, grace: d.r.opts.StopGrace}
 	defer st.wait()
@@ -53,9 +58,17 @@ func (d *driver) loop(ctx context.Context) string {
 			}
 			switch act := d.handle(ev); {
 			case act == actMCPFailed:
-				st.stop(ctx, report.ReasonMCPFailed) // before money is spent
+				st.stop(ctx, report.ReasonMCPFailed) // a server mcp_status still had pending failed
 			case !st.started():
 				d.act(act, t, v)
+			}
+		case servers := <-mcpC:
+			mcpC = nil
+			if len(failedMCP(servers)) > 0 {
+				d.mcp = servers
+				st.stop(ctx, report.ReasonMCPFailed) // no prompt sent: nothing paid
+			} else if !st.started() {
+				d.sendFirst()
 			}
 		case vr := <-v.c:
 			v.c = nil
@@ -76,6 +89,13 @@ func (d *driver) loop(ctx context.Context) string {
 			kill = nil
 			_ = d.p.Kill() // the group is gone either way; Wait reports how it ended
 		}
+	}
+}
+
+// sendFirst sends the attempt's first prompt.
+func (d *driver) sendFirst() {
+	if err := d.p.SendUser(d.prompts[0]); err == nil {
+		d.sent = 1 // else the process died already; its stdout says why
 	}
 }
 
@@ -172,7 +192,7 @@ func (d *driver) verified(vr report.VerifyRound) action {
 func (d *driver) outcome(exit claude.ExitStatus, stopped string) outcome {
 	return outcome{
 		last: d.last, results: d.results, prompts: len(d.prompts), final: d.final,
-		invalid: d.invalid, exit: exit, stopped: stopped,
+		invalid: d.invalid, exit: exit, stopped: stopped, mcp: d.mcp, outputRejected: d.outputRejected,
 		verify: d.job.Verify, rounds: d.rounds, timeout: d.job.Timeout, idleTimeout: d.job.IdleTimeout,
 	}
 }

@@ -27,16 +27,15 @@ func (r *run) judge(job *Job, res *report.Job, last attempt) {
 	if len(job.OutputSchema) > 0 {
 		out, err := structuredOutput(job.OutputSchema, last.result)
 		if err != nil {
+			// Invalid output is kept out of the report and output.json,
+			// where scripts would take it for the job's answer; the
+			// stream has it.
 			res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonInvalidOutput, err.Error()
-		}
-		if out != nil {
-			res.StructuredOutput = out
-			if werr := os.WriteFile(JobDir(job.JobDir).Output(), out, 0o644); werr != nil {
-				res.Error = joinErr(res.Error, fmt.Sprintf("write output.json: %v", werr))
-			}
-		}
-		if err != nil {
 			return
+		}
+		res.StructuredOutput = out
+		if werr := os.WriteFile(JobDir(job.JobDir).Output(), out, 0o644); werr != nil {
+			res.Error = joinErr(res.Error, fmt.Sprintf("write output.json: %v", werr))
 		}
 	}
 	if v, failed := expectVerdict(job.Expect, res.Warnings); failed {
@@ -94,11 +93,17 @@ func suspect(res *claude.Result, mcp []claude.MCPServer, permMode string) []repo
 	return out
 }
 
-// failedMCP names the MCP servers that failed or need auth, with status.
+// failedMCP names the MCP servers that failed or need auth, with status
+// and, when the CLI said it, why.
 func failedMCP(servers []claude.MCPServer) []string {
 	var out []string
 	for _, s := range servers {
-		if s.Status == "failed" || s.Status == "needs-auth" {
+		if s.Status != "failed" && s.Status != "needs-auth" {
+			continue
+		}
+		if s.Error != "" {
+			out = append(out, s.Name+" ("+s.Status+": "+s.Error+")")
+		} else {
 			out = append(out, s.Name+" ("+s.Status+")")
 		}
 	}

@@ -32,7 +32,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if prior == nil || prior.State != StateRunning {
 		if err := r.admit(ctx); errors.Is(err, errHeld) {
 			res := r.skipped(job, report.ReasonUsageLimit)
-			res.Error = heldError(r.plan.Limits).Error()
+			res.Error = r.heldError()
 			return res
 		} else if err != nil {
 			return r.skipped(job, stopReason(ctx))

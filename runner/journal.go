@@ -222,13 +222,34 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 	}
 	for _, job := range p.Jobs {
 		if s, ok := old[job.Name]; ok {
-			j.Jobs = append(j.Jobs, s)
+			j.Jobs = append(j.Jobs, reopen(s))
 			continue
 		}
 		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
 	}
 	j.dirty = make([]bool, len(j.Jobs))
 	return j, j.save()
+}
+
+// reopen returns a resumed job's state: a job the run stopped short of
+// finishing (Ctrl-C, fail-fast) is continued like one pneuma was killed
+// in. An interrupted job goes on in its worktree and session; a job skipped
+// because the run stopped starts afresh. Every other result stays.
+func reopen(s *JobState) *JobState {
+	if s.State != StateFinished || s.Result == nil {
+		return s
+	}
+	stopped := s.Result.Reason == report.ReasonInterrupted || s.Result.Reason == report.ReasonFailFast
+	c := *s
+	switch {
+	case s.Result.Status == report.StatusInterrupted:
+		c.State, c.Result = StateRunning, nil
+	case s.Result.Status == report.StatusSkipped && stopped:
+		c.State, c.Result = StatePending, nil
+	default:
+		return s
+	}
+	return &c
 }
 
 func (j *Journal) state(name string) *JobState {

@@ -137,3 +137,41 @@ func TestJournalLogDamage(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run continues the jobs an interrupt or fail-fast stopped, and
+// keeps every other result.
+func TestReopen(t *testing.T) {
+	done := func(status, reason string) *JobState {
+		return &JobState{Name: "j", State: StateFinished, SessionID: "sid", WorktreeCreated: true,
+			Result: &report.Job{Status: status, Reason: reason}}
+	}
+	tests := []struct {
+		name  string
+		s     *JobState
+		state string
+		kept  bool // the result stays
+	}{
+		{"pending", &JobState{State: StatePending}, StatePending, false},
+		{"running (pneuma was killed)", &JobState{State: StateRunning}, StateRunning, false},
+		{"succeeded", done(report.StatusSucceeded, ""), StateFinished, true},
+		{"failed", done(report.StatusFailed, report.ReasonAPIError), StateFinished, true},
+		{"skipped for the budget", done(report.StatusSkipped, report.ReasonBudget), StateFinished, true},
+		{"skipped for a usage limit", done(report.StatusSkipped, report.ReasonUsageLimit), StateFinished, true},
+		{"interrupted", done(report.StatusInterrupted, report.ReasonInterrupted), StateRunning, false},
+		{"interrupted by fail-fast", done(report.StatusInterrupted, report.ReasonFailFast), StateRunning, false},
+		{"skipped by an interrupt", done(report.StatusSkipped, report.ReasonInterrupted), StatePending, false},
+		{"skipped by fail-fast", done(report.StatusSkipped, report.ReasonFailFast), StatePending, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			was := *tt.s
+			got := reopen(tt.s)
+			if got.State != tt.state || (got.Result != nil) != tt.kept || got.SessionID != was.SessionID {
+				t.Errorf("reopen = %+v", got)
+			}
+			if tt.s.State != was.State || tt.s.Result != was.Result {
+				t.Errorf("reopen changed the prior journal's state: %+v", tt.s)
+			}
+		})
+	}
+}

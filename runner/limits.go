@@ -64,7 +64,8 @@ type ExpectSpec struct {
 	// asked_question).
 	NoQuestions bool `yaml:"no_questions" json:"no_questions,omitempty"`
 	// MCP: every MCP server must start; one that failed or needs auth stops
-	// the job at once, before money is spent (mcp_failed).
+	// the job before its first prompt, so before money is spent
+	// (mcp_failed; see mcpcheck.go).
 	MCP bool `yaml:"mcp" json:"mcp,omitempty"`
 }
 

@@ -138,6 +138,9 @@ jobs:
 	if bj.Status != report.StatusSkipped || bj.Reason != report.ReasonUsageLimit || len(b.api.Requests()) != 1 {
 		t.Errorf("b: %s/%s after %d requests", bj.Status, bj.Reason, len(b.api.Requests()))
 	}
+	if want := "not started: the account's usage limit is reached and it resets at "; !strings.HasPrefix(bj.Error, want) || !strings.HasSuffix(bj.Error, "beyond limits.max_wait (1h0m0s)") {
+		t.Errorf("b: error %q", bj.Error)
+	}
 }
 
 func TestOverloadStormHalvesConcurrencyThenRecovers(t *testing.T) {
@@ -254,5 +257,264 @@ jobs:
 	j := rep.Jobs[0]
 	if j.Status != report.StatusSucceeded || j.FallbackModel != "claude-haiku-4-5" || !strings.Contains(j.Model, "haiku") {
 		t.Errorf("fb: %s/%s %s, model %q fallback %q", j.Status, j.Reason, j.Error, j.Model, j.FallbackModel)
+	}
+}
+
+// brokenMCP is an MCP config naming stdio servers that cannot start: one
+// whose command does not exist, one that exits at once. The CLI (2.1.197)
+// lists both as failed in its init line, which it writes only once the
+// first prompt is in, and sends that prompt to the API regardless.
+const brokenMCP = `{"mcpServers":{"gone":{"command":"/nonexistent/pneuma-mcp-server"},"quits":{"command":"false"}}}`
+
+func TestFailedMCPServer(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	for _, token := range []string{"TOKEN-MCPWARN", "TOKEN-MCPSTRICT"} {
+		b.jobs[token] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[token]++
+			return fakeapi.Text("done without the server")
+		}
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: warn
+    prompt: TOKEN-MCPWARN go
+    mcp_config: '`+brokenMCP+`'
+  - name: strict
+    prompt: TOKEN-MCPSTRICT go
+    mcp_config: '`+brokenMCP+`'
+    expect: {mcp: true}
+`)
+	rep := b.run(p)
+	mu.Lock()
+	defer mu.Unlock()
+	warn := jobByName(t, rep, "warn")
+	if warn.Status != report.StatusSucceeded || len(warn.Warnings) != 1 || warn.Warnings[0].Code != report.WarnMCPFailed ||
+		!strings.Contains(warn.Warnings[0].Message, "gone (failed)") || !strings.Contains(warn.Warnings[0].Message, "quits (failed)") {
+		t.Errorf("warn: %s/%s, warnings %+v", warn.Status, warn.Reason, warn.Warnings)
+	}
+	if asked["TOKEN-MCPWARN"] != 1 {
+		t.Errorf("warn: the API answered %d requests, want 1", asked["TOKEN-MCPWARN"])
+	}
+	strict := jobByName(t, rep, "strict")
+	if strict.Status != report.StatusFailed || strict.Reason != report.ReasonMCPFailed ||
+		!strings.Contains(strict.Error, "gone (failed: ENOENT") { // quits may still be starting: no need to wait for it
+		t.Errorf("strict: %s/%s %q", strict.Status, strict.Reason, strict.Error)
+	}
+	if asked["TOKEN-MCPSTRICT"] != 0 || strict.CostUSD != 0 || len(strict.Attempts) != 1 {
+		t.Errorf("strict: %d API requests, cost %v, attempts %+v; want it stopped before its first prompt",
+			asked["TOKEN-MCPSTRICT"], strict.CostUSD, strict.Attempts)
+	}
+	if len(strict.Warnings) != 1 || strict.Warnings[0].Code != report.WarnMCPFailed {
+		t.Errorf("strict warnings %+v", strict.Warnings)
+	}
+}
+
+// The CLI (2.1.197) validates the StructuredOutput call against
+// --json-schema itself: it refuses invalid input with an error tool_result
+// ("Output does not match required schema: /n: must be integer"), and after
+// five refused calls ends with a result of subtype
+// error_max_structured_output_retries.
+func TestInvalidStructuredOutput(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	calls := 0
+	b.jobs["TOKEN-BADJSON"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls > 20 {
+			return fakeapi.Text("giving up") // the CLI gave up long before
+		}
+		return fakeapi.ToolUse(fakeapi.Tool("StructuredOutput", map[string]any{"n": "three"}))
+	}
+	p := b.plan(repo, `version: 1
+jobs:
+  - name: bad
+    prompt: TOKEN-BADJSON
+    retries: 2
+    output_schema: {type: object, properties: {n: {type: integer}}, required: [n]}
+`)
+	rep := b.run(p)
+	j := jobByName(t, rep, "bad")
+	if j.Status != report.StatusFailed || j.Reason != report.ReasonInvalidOutput ||
+		!strings.Contains(j.Error, "no valid structured output") || !strings.Contains(j.Error, "/n: must be integer") {
+		t.Errorf("bad: %s/%s %q", j.Status, j.Reason, j.Error)
+	}
+	if len(j.Attempts) != 1 || len(j.StructuredOutput) != 0 {
+		t.Errorf("bad: attempts %+v, structured_output %s; want one attempt (not retried) and no output", j.Attempts, j.StructuredOutput)
+	}
+	if _, err := os.Stat(runner.JobDir(p.Jobs[0].JobDir).Output()); !os.IsNotExist(err) {
+		t.Errorf("output.json written for invalid output (stat: %v)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 2 || calls > 20 {
+		t.Errorf("the API answered %d StructuredOutput calls; the CLI retries a refused one a few times", calls)
+	}
+	t.Logf("the CLI gave up after %d calls", calls)
+}
+
+func TestReserveUtilizationStopsNewJobs(t *testing.T) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(3 * time.Hour)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	for _, token := range []string{"TOKEN-RSV1", "TOKEN-RSV2", "TOKEN-RSV3"} {
+		b.jobs[token] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[token]++
+			// The CLI passes utilization on only from allowed_warning up.
+			return fakeapi.Text("done").WithRateLimit(fakeapi.RateLimit{Status: "allowed_warning", Utilization: 0.95, Reset: reset})
+		}
+	}
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {reserve_utilization: 0.8}
+jobs:
+  - name: first
+    prompt: TOKEN-RSV1 go
+  - name: second
+    prompt: TOKEN-RSV2 go
+  - name: third
+    prompt: TOKEN-RSV3 go
+`)
+	evs := &eventLog{}
+	rep := b.runWith(p, runner.Options{Reporter: evs})
+	const why = "utilization 95% of the five_hour limit is past limits.reserve_utilization 80%"
+	if j := jobByName(t, rep, "first"); j.Status != report.StatusSucceeded {
+		t.Errorf("first: %s/%s %s", j.Status, j.Reason, j.Error)
+	}
+	for _, name := range []string{"second", "third"} {
+		if j := jobByName(t, rep, name); j.Status != report.StatusSkipped || j.Reason != report.ReasonUsageLimit || j.Error != "not started: "+why {
+			t.Errorf("%s: %s/%s %q", name, j.Status, j.Reason, j.Error)
+		}
+	}
+	mu.Lock()
+	if asked["TOKEN-RSV2"]+asked["TOKEN-RSV3"] != 0 {
+		t.Errorf("held jobs reached the API: %v", asked)
+	}
+	mu.Unlock()
+	if rsv := evs.of(runner.EventUsageReserve); len(rsv) != 1 || rsv[0].Job != "first" || !strings.HasPrefix(rsv[0].Message, why) {
+		t.Errorf("usage_reserve events %+v", rsv)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Code != report.WarnUsageReserve || !strings.HasPrefix(rep.Warnings[0].Message, why) {
+		t.Errorf("run warnings %+v", rep.Warnings)
+	}
+	if rl := rep.RateLimit; rep.Status != report.RunFailed || rl == nil || rl.Status != "allowed_warning" || rl.Utilization == nil || *rl.Utilization != 0.95 {
+		t.Errorf("run %s, rate_limit %+v", rep.Status, rl)
+	}
+}
+
+// waitHook calls fn on the usage_limit_wait event.
+type waitHook struct {
+	eventLog
+	fn func()
+}
+
+func (h *waitHook) Event(ev runner.Event) {
+	h.eventLog.Event(ev)
+	if ev.Type == runner.EventUsageLimitWait {
+		h.fn()
+	}
+}
+
+// Ctrl-C while a run waits for a usage limit's reset (cmd/signal.go cancels
+// the run's context) ends the run at once: the held job is interrupted,
+// the job not started is skipped, and --resume continues both, the held job
+// in its session. The interrupt comes as the wait begins (the run must not
+// start waiting) or during it.
+func TestInterruptDuringUsageLimitWait(t *testing.T) {
+	for _, after := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) { interruptUsageLimitWait(t, after) })
+	}
+}
+
+func interruptUsageLimitWait(t *testing.T, after time.Duration) {
+	b := newBed(t, subscription...)
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(time.Hour)
+	var mu sync.Mutex
+	limited := false
+	b.jobs["TOKEN-HELD"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if !limited {
+			limited = true
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("held done")
+	}
+	b.jobs["TOKEN-LATER"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.Text("later done") }
+	p := b.plan(repo, `version: 1
+concurrency: 1
+limits: {max_wait: 2h}
+jobs:
+  - name: held
+    prompt: TOKEN-HELD go
+  - name: later
+    prompt: TOKEN-LATER go
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	interrupt := func() { cancelled <- time.Now(); cancel() }
+	hook := &waitHook{fn: func() {
+		if after == 0 {
+			interrupt()
+			return
+		}
+		time.AfterFunc(after, interrupt)
+	}}
+	opts := runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Reporter: hook}
+	rep, err := runner.Run(ctx, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-cancelled:
+		if took := time.Since(at); took > 10*time.Second {
+			t.Errorf("the run ended %s after it was interrupted", took)
+		}
+	default:
+		t.Fatalf("the run ended without waiting for the reset: %s, jobs %+v", rep.Status, rep.Jobs)
+	}
+	held, later := jobByName(t, rep, "held"), jobByName(t, rep, "later")
+	if rep.Status != report.RunInterrupted || held.Status != report.StatusInterrupted || held.Reason != report.ReasonInterrupted ||
+		len(held.Attempts) != 1 || held.Attempts[0].Reason != report.ReasonUsageLimit || held.SessionID == "" { // the wait is no attempt
+		t.Fatalf("run %s; held: %s/%s %q, attempts %+v", rep.Status, held.Status, held.Reason, held.Error, held.Attempts)
+	}
+	if later.Status != report.StatusSkipped || later.Reason != report.ReasonInterrupted {
+		t.Errorf("later: %s/%s", later.Status, later.Reason)
+	}
+	if n := len(b.api.Requests()); n != 1 {
+		t.Errorf("the API saw %d requests, want only the one that hit the limit", n)
+	}
+
+	// --resume continues what the interrupt stopped.
+	jr, err := runner.ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr.Plan.Binary = b.bin
+	opts.Reporter = nil
+	ctx2, cancel2 := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel2()
+	rep, err = runner.Resume(ctx2, jr.Plan, jr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, later = jobByName(t, rep, "held"), jobByName(t, rep, "later")
+	if rep.Status != report.RunSucceeded || held.Status != report.StatusSucceeded || later.Status != report.StatusSucceeded {
+		t.Fatalf("resumed run %s: held %s/%s %q, later %s/%s %q", rep.Status, held.Status, held.Reason, held.Error, later.Status, later.Reason, later.Error)
+	}
+	if len(held.Attempts) != 2 || held.Attempts[1].SessionID != held.Attempts[0].SessionID || held.Result != "held done" {
+		t.Errorf("held did not continue its session: %+v", held.Attempts)
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,33 @@ func TestStructuredOutput(t *testing.T) {
 			_, err := structuredOutput(schema, &claude.Result{StructuredOutput: []byte(tt.out)})
 			if (err == nil) != tt.ok {
 				t.Errorf("structuredOutput(%s) error %v", tt.out, err)
+			}
+		})
+	}
+}
+
+// A success whose structured output the CLI passed on although it does not
+// match output_schema fails the job, and output.json is not written.
+func TestJudgeStructuredOutput(t *testing.T) {
+	schema := []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	for _, tt := range []struct {
+		name, out, reason, output string
+	}{
+		{"valid", `{"n":3}`, "", `{"n":3}`},
+		{"invalid", `{"n":"three"}`, report.ReasonInvalidOutput, ""},
+		{"none", ``, report.ReasonInvalidOutput, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &Job{JobDir: t.TempDir(), OutputSchema: schema}
+			res := &report.Job{Status: report.StatusSucceeded}
+			r := &run{}
+			r.judge(job, res, attempt{result: &claude.Result{Subtype: "success", StructuredOutput: []byte(tt.out)}})
+			if res.Reason != tt.reason || string(res.StructuredOutput) != tt.output {
+				t.Errorf("judge: %s/%s %q, structured_output %s", res.Status, res.Reason, res.Error, res.StructuredOutput)
+			}
+			data, err := os.ReadFile(JobDir(job.JobDir).Output())
+			if string(data) != tt.output || (tt.output == "" && !os.IsNotExist(err)) {
+				t.Errorf("output.json %q (%v), want %q", data, err, tt.output)
 			}
 		})
 	}

@@ -179,6 +179,9 @@ type run struct {
 	gate *gate
 	// rateLimit is the latest rate-limit state any job reported.
 	rateLimit *claude.RateLimitInfo
+	// heldWhy says why the gate stopped new jobs for good ("" while it
+	// has not): the error of the jobs it kept from starting.
+	heldWhy string
 }
 
 // parkedTree is a finished job's clean worktree, waiting for the next job.
@@ -199,9 +202,10 @@ func Run(ctx context.Context, p *Plan, o Options) (*report.Report, error) {
 	return run1(ctx, p, o, nil)
 }
 
-// Resume continues a run from its journal (after pneuma itself was killed):
-// finished jobs keep their results, unfinished ones continue in their
-// existing worktrees, resuming their CLI sessions where one was recorded.
+// Resume continues a run from its journal (after pneuma itself was killed,
+// or a Ctrl-C): finished jobs keep their results, unfinished ones (and
+// those an interrupt or fail-fast stopped) continue in their existing
+// worktrees, resuming their CLI sessions where one was recorded.
 func Resume(ctx context.Context, p *Plan, prior *Journal, o Options) (*report.Report, error) {
 	return run1(ctx, p, o, prior)
 }

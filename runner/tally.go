@@ -27,6 +27,10 @@ type tally struct {
 	served string
 	// permMode is the permission mode of the latest init line.
 	permMode string
+	// outputTool is the id of the latest StructuredOutput call, and
+	// outputRejected why the CLI refused its input (its own validation
+	// against --json-schema), "" while it has not.
+	outputTool, outputRejected string
 }
 
 // add takes one event. It reports whether the event was a result (and
@@ -55,6 +59,9 @@ func (t *tally) add(ev claude.Event) (result, newSession bool) {
 		if m := ev.Message; m != nil && ev.ParentToolUseID == "" && m.Model != "" && m.Model != "<synthetic>" {
 			t.served = m.Model
 		}
+		t.noteOutputCall(ev)
+	case claude.TypeUser:
+		t.noteOutputResult(ev)
 	case claude.TypeResult:
 		if ev.Result == nil {
 			return false, false
@@ -94,3 +101,32 @@ func denials(res *claude.Result) []report.PermissionDenial {
 	}
 	return out
 }
+
+// noteOutputCall remembers the main thread's latest StructuredOutput call.
+func (t *tally) noteOutputCall(ev claude.Event) {
+	if ev.Message == nil || ev.ParentToolUseID != "" {
+		return
+	}
+	for _, b := range ev.Message.Content {
+		if b.Type == "tool_use" && b.Name == structuredOutputTool {
+			t.outputTool, t.outputRejected = b.ID, ""
+		}
+	}
+}
+
+// noteOutputResult keeps why the CLI refused the latest StructuredOutput
+// call ("Output does not match required schema: /n: must be integer").
+func (t *tally) noteOutputResult(ev claude.Event) {
+	if ev.Message == nil || t.outputTool == "" {
+		return
+	}
+	for _, b := range ev.Message.Content {
+		if b.Type == "tool_result" && b.ToolUseID == t.outputTool && b.IsError {
+			t.outputRejected = blockText(b.Content)
+		}
+	}
+}
+
+// structuredOutputTool is the tool the CLI offers the model for the result
+// of a --json-schema run.
+const structuredOutputTool = "StructuredOutput"

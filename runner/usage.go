@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -25,10 +24,15 @@ func (r *run) noteRateLimit(job string, rl *claude.RateLimitInfo) {
 	r.rateLimit = rl
 	r.mu.Unlock()
 	if pastReserve(r.plan.Limits, rl) && !r.gate.isReserved() {
+		why := fmt.Sprintf("utilization %.0f%% of the %s limit is past limits.reserve_utilization %.0f%%",
+			*rl.Utilization*100, firstNonEmpty(rl.Type, "usage"), r.plan.Limits.ReserveUtilization*100)
+		r.mu.Lock()
+		r.heldWhy = firstNonEmpty(r.heldWhy, why)
+		r.warnings = append(r.warnings, report.Warning{Code: report.WarnUsageReserve,
+			Message: why + ": no job started after it (the rest of the quota is kept for people)"})
+		r.mu.Unlock()
 		r.gate.reserve()
-		r.event(Event{Type: EventUsageReserve, Job: job, Message: fmt.Sprintf(
-			"utilization %.0f%% is past limits.reserve_utilization %.0f%%: no new job starts",
-			*rl.Utilization*100, r.plan.Limits.ReserveUtilization*100)})
+		r.event(Event{Type: EventUsageReserve, Job: job, Message: why + ": no new job starts"})
 	}
 }
 
@@ -44,6 +48,9 @@ func (r *run) latestRateLimit() *claude.RateLimitInfo {
 func (r *run) holdForLimit(ctx context.Context, job *Job, reset time.Time) bool {
 	now := time.Now()
 	if _, ok := holdFor(r.plan.Limits, now, reset); !ok {
+		r.mu.Lock()
+		r.heldWhy = firstNonEmpty(r.heldWhy, "the account's usage limit is reached and "+noWait(r.plan.Limits, reset))
+		r.mu.Unlock()
 		r.gate.close()
 		return false
 	}
@@ -76,12 +83,22 @@ func (r *run) admit(ctx context.Context) error {
 	return nil
 }
 
-// heldReason is the reason of a job that a usage limit kept from starting.
-func heldError(l Limits) error {
-	if l.ReserveUtilization > 0 {
-		return errors.New("not started: the account's usage limit is reached (beyond limits.max_wait or limits.wait is off) or its utilization is past limits.reserve_utilization")
+// heldError is the error of a job that a usage limit kept from starting.
+func (r *run) heldError() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return "not started: " + firstNonEmpty(r.heldWhy, "the account's usage limit is reached")
+}
+
+// noWait says why a run may not wait for a usage limit's reset.
+func noWait(l Limits, reset time.Time) string {
+	switch {
+	case !l.Wait:
+		return "limits.wait is off"
+	case reset.IsZero():
+		return "the CLI gave no reset time"
 	}
-	return errors.New("not started: the account's usage limit is reached and its reset is beyond limits.max_wait (or limits.wait is off)")
+	return fmt.Sprintf("it resets at %s, beyond limits.max_wait (%s)", reset.UTC().Format(time.RFC3339), l.MaxWait)
 }
 
 // overloadAnswer reports whether a failed attempt's answer was a 429 or 529.
