@@ -76,7 +76,7 @@ func (j *Journal) startWriter() {
 	go func() {
 		defer close(j.stopped)
 		for range j.wake {
-			_ = j.appendChanges(false) // a failed append is retried by the next, and reported by the job's own sync
+			_ = j.appendChanges() // a failed append is retried by the next, and reported by the job's own sync
 			// Changes that come meanwhile wait for the next append, so a
 			// burst of progress is one write; a kill loses at most this
 			// much of it (a finished job does not wait: it syncs).
@@ -284,9 +284,11 @@ func (j *Journal) finish(r *report.Report) {
 	j.Status = r.Status
 }
 
-// sync makes the changes made before it durable: it appends them and
-// fsyncs the log. Callers that arrive while an append runs wait for it,
-// and the first of them appends once for all (a group commit).
+// sync makes the changes made before it survive pneuma being killed: it
+// appends them to the log (no fsync: like git's own objects, the log
+// reaches the disk as the kernel writes it back; run.json, written at the
+// start and the end, is fsynced). Callers that arrive while an append
+// runs wait for it, and the first of them appends once for all.
 func (j *Journal) sync() error {
 	j.mu.Lock()
 	j.seq++
@@ -297,21 +299,21 @@ func (j *Journal) sync() error {
 	if j.saved >= mine {
 		return j.saveErr // an append that began after the change covered it
 	}
-	return j.appendLocked(true)
+	return j.appendLocked()
 }
 
-// appendChanges appends the changed states, with an fsync if durable.
-func (j *Journal) appendChanges(durable bool) error {
+// appendChanges appends the changed states.
+func (j *Journal) appendChanges() error {
 	j.writeMu.Lock()
 	defer j.writeMu.Unlock()
-	return j.appendLocked(durable)
+	return j.appendLocked()
 }
 
 // appendLocked writes the states changed since the last append as one
 // write; writeMu is held. A write that fails is cut back off the log, so
 // the log only ever holds whole lines, and its states stay dirty for the
 // next append.
-func (j *Journal) appendLocked(durable bool) error {
+func (j *Journal) appendLocked() error {
 	lines, changed, seq, err := j.changes()
 	if err == nil && j.log == nil {
 		err = errors.New("run journal log is closed")
@@ -322,9 +324,6 @@ func (j *Journal) appendLocked(durable bool) error {
 		} else {
 			j.logSize += int64(len(lines))
 		}
-	}
-	if err == nil && durable {
-		err = j.log.Sync()
 	}
 	if err != nil {
 		err = fmt.Errorf("append to run journal %s: %w", j.logPath, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -123,11 +124,18 @@ func (m *Manager) env(extra []string) []string {
 	return append(env, m.Env...)
 }
 
+// git returns the git binary to run: Git, or "git", resolved in PATH once.
 func (m *Manager) git() string {
-	if m.Git == "" {
-		return "git"
-	}
-	return m.Git
+	m.gitOnce.Do(func() {
+		m.gitPath = m.Git
+		if m.gitPath == "" {
+			m.gitPath = "git"
+		}
+		if p, err := exec.LookPath(m.gitPath); err == nil && filepath.IsAbs(p) {
+			m.gitPath = p // else each command looks it up and reports its error
+		}
+	})
+	return m.gitPath
 }
 
 // run is one git invocation.

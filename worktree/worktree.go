@@ -53,6 +53,11 @@ type Manager struct {
 	// sha, or of a ref pointing at it, needs not read it again (with go-git
 	// that is decoding a pack index, ~10 ms on a big repository).
 	commits sync.Map
+
+	// gitPath is Git looked up in PATH once: a lookup per command stats
+	// every PATH entry, and a run starts a few git commands per job.
+	gitOnce sync.Once
+	gitPath string
 }
 
 // New returns a Manager that runs "git" from PATH.
