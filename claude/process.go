@@ -86,7 +86,8 @@ type ExitStatus struct {
 // concurrent use. The caller must drain Events and call Wait.
 type Process struct {
 	cmd       *exec.Cmd
-	marker    string // MarkerEnv=value, in the environment of every descendant
+	marker    string    // MarkerEnv=value, in the environment of every descendant
+	born      time.Time // just before the start: killMarked reads the pids allocated since
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
@@ -144,6 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// pneuma itself dies (even by SIGKILL) the kernel kills the CLI, so no
 	// job outlives pneuma; a run resumed with --resume continues its session.
 	proc.NewGroupTied(cmd)
+	born := time.Now()
 	pp, err := startPiped(cmd, cfg.Stderr != nil)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
@@ -151,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	p := &Process{
 		cmd:        cmd,
 		marker:     marker,
+		born:       born,
 		onControl:  cfg.OnControl,
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
@@ -501,7 +504,7 @@ func (p *Process) wait() {
 	// Signal fails only for a group already gone; CloseInput only if Stop
 	// closed stdin first: neither leaves anything to do.
 	_ = proc.Signal(p.cmd.Process, syscall.SIGKILL)
-	killMarked(p.marker)
+	killMarked(p.marker, p.cmd.Process.Pid, p.born)
 	p.drain()
 	_ = p.CloseInput()
 
