@@ -432,11 +432,14 @@ func (h *waitHook) Event(ev runner.Event) {
 // start waiting) or during it.
 func TestInterruptDuringUsageLimitWait(t *testing.T) {
 	for _, after := range []time.Duration{0, 300 * time.Millisecond} {
-		t.Run(after.String(), func(t *testing.T) { interruptUsageLimitWait(t, after) })
+		t.Run(after.String(), func(t *testing.T) { interruptUsageLimitWait(t, after, runner.KeepOnFailure) })
 	}
+	// The interrupted job's worktree removed: the resume checks its branch
+	// out again, with whatever it committed.
+	t.Run("keep never", func(t *testing.T) { interruptUsageLimitWait(t, 0, runner.KeepNever) })
 }
 
-func interruptUsageLimitWait(t *testing.T, after time.Duration) {
+func interruptUsageLimitWait(t *testing.T, after time.Duration, keep runner.KeepPolicy) {
 	b := newBed(t, subscription...)
 	repo := claudetest.GitRepo(t)
 	reset := time.Now().Add(time.Hour)
@@ -472,7 +475,7 @@ jobs:
 		}
 		time.AfterFunc(after, interrupt)
 	}}
-	opts := runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Reporter: hook}
+	opts := runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Reporter: hook, Keep: keep}
 	rep, err := runner.Run(ctx, p, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -30,13 +30,26 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 	if !job.UseWorktree {
 		return workspace{}, nil
 	}
-	if prior != nil && prior.WorktreeCreated {
+	resumed := prior != nil && prior.WorktreeCreated
+	if resumed {
 		if _, err := os.Stat(job.Dir); err == nil {
 			return workspace{created: true}, nil
 		}
 	}
 	if err := makeWorktreeRoom(r.git, job); err != nil {
 		return workspace{}, err
+	}
+	if resumed {
+		// The worktree went (--keep-worktrees never, or by hand) but its
+		// branch holds the job's commits: check it out again.
+		err := r.git.Create(ctx, worktree.CreateOptions{Repo: job.Repo, Path: job.Dir, Branch: job.Branch, Existing: true})
+		if err == nil {
+			return workspace{created: true}, nil
+		}
+		if !errors.As(err, new(*worktree.RefError)) {
+			return workspace{}, fmt.Errorf("check out the branch of job %q again: %w", job.Name, err)
+		}
+		// No branch either: start afresh below.
 	}
 	if ws, ok := r.reuseParked(ctx, job); ok {
 		return ws, nil

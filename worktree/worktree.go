@@ -336,6 +336,10 @@ type CreateOptions struct {
 	Path   string // new worktree directory; must not exist or be empty
 	Branch string // new branch, checked out in the worktree; must not exist
 	Base   string // commit the branch starts at: sha or ref; empty means HEAD of Repo
+	// Existing checks out Branch as it is instead: it must exist, and Base
+	// is not used (a resumed job whose worktree was removed gets it back,
+	// commits and all).
+	Existing bool
 }
 
 // lockRetries bounds how often Create retries when another git process holds
@@ -368,7 +372,10 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 		return err
 	}
 	base := o.Base
-	if base == "" {
+	switch {
+	case o.Existing:
+		base = "refs/heads/" + o.Branch
+	case base == "":
 		base = "HEAD"
 	}
 	sha, err := m.ResolveRef(ctx, o.Repo, base)
@@ -389,10 +396,14 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 			unlock()
 		}
 	}()
-	if err := m.checkFree(ctx, o.Repo, path, o.Branch); err != nil {
+	branch := o.Branch // to create
+	if o.Existing {
+		branch = ""
+	}
+	if err := m.checkFree(ctx, o.Repo, path, branch); err != nil {
 		return err
 	}
-	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha); err != nil {
+	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha, o.Existing); err != nil {
 		return err
 	}
 	// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
@@ -406,7 +417,8 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	return nil
 }
 
-// checkFree makes sure neither the worktree's path nor its branch exists.
+// checkFree makes sure neither the worktree's path nor its branch (unless
+// "") exists.
 func (m *Manager) checkFree(ctx context.Context, repo, path, branch string) error {
 	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
 		return &ExistsError{Kind: "path", Name: path}
@@ -416,17 +428,22 @@ func (m *Manager) checkFree(ctx context.Context, repo, path, branch string) erro
 		}
 		return &ExistsError{Kind: "path", Name: path}
 	}
-	if m.refExists(ctx, repo, "refs/heads/"+branch) {
+	if branch != "" && m.refExists(ctx, repo, "refs/heads/"+branch) {
 		return &ExistsError{Kind: "branch", Name: branch}
 	}
 	return nil
 }
 
-// addWorktree adds the worktree without checking it out, retrying while
-// another git process holds a lock of the repository.
-func (m *Manager) addWorktree(ctx context.Context, repo, path, branch, sha string) error {
+// addWorktree adds the worktree without checking it out, on a new branch
+// at sha or on an existing branch, retrying while another git process holds
+// a lock of the repository.
+func (m *Manager) addWorktree(ctx context.Context, repo, path, branch, sha string, existing bool) error {
+	args := []string{"-C", repo, "worktree", "add", "--quiet", "--no-checkout", "-b", branch, "--", path, sha}
+	if existing {
+		args = []string{"-C", repo, "worktree", "add", "--quiet", "--no-checkout", "--", path, branch}
+	}
 	for attempt := 0; ; attempt++ {
-		_, err := m.output(ctx, "-C", repo, "worktree", "add", "--quiet", "--no-checkout", "-b", branch, "--", path, sha)
+		_, err := m.output(ctx, args...)
 		if err == nil {
 			return nil
 		}
@@ -446,7 +463,7 @@ func (m *Manager) addWorktree(ctx context.Context, repo, path, branch, sha strin
 		// a rerun of the job, can create it again.
 		// Best effort: the add's error is the one to report, and a branch
 		// left behind only makes the retry fail with ExistsError.
-		if !isDir(path) {
+		if !isDir(path) && !existing {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = m.output(cctx, "-C", repo, "update-ref", "-d", "refs/heads/"+branch, sha)
 			cancel()

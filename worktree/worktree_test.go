@@ -344,6 +344,51 @@ func TestCreateConcurrent(t *testing.T) {
 	}
 }
 
+// TestCreateExisting checks a removed worktree out again on its branch,
+// with what was committed on it.
+func TestCreateExisting(t *testing.T) {
+	t.Parallel()
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "w")
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: path, Branch: "job"}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, "work.txt", "done\n")
+	gitT(t, m, path, "add", "-A")
+	gitT(t, m, path, "commit", "-q", "-m", "work")
+	tip := gitT(t, m, path, "rev-parse", "HEAD")
+	if err := m.Remove(ctx, repo, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: path, Branch: "job"}); !errors.As(err, new(*ExistsError)) {
+		t.Fatalf("a new branch over an existing one: %v; want *ExistsError", err)
+	}
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: path, Branch: "job", Existing: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Head(ctx, path); err != nil || got != tip {
+		t.Errorf("HEAD %q, %v; want the branch's tip %q", got, err, tip)
+	}
+	if data, err := os.ReadFile(filepath.Join(path, "work.txt")); err != nil || string(data) != "done\n" {
+		t.Errorf("work.txt: %q, %v", data, err)
+	}
+	if st := gitT(t, m, path, "status", "--porcelain"); st != "" {
+		t.Errorf("status after the checkout: %q", st)
+	}
+	other := filepath.Join(t.TempDir(), "o")
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: other, Branch: "nope", Existing: true}); !errors.As(err, new(*RefError)) {
+		t.Errorf("a missing branch: %v; want *RefError", err)
+	}
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: other, Branch: "job", Existing: true}); err == nil {
+		t.Error("a branch checked out in another worktree was checked out twice")
+	}
+	if !m.refExists(ctx, repo, "refs/heads/job") {
+		t.Error("a failed checkout of an existing branch deleted it")
+	}
+}
+
 func TestCreateErrors(t *testing.T) {
 	t.Parallel()
 	m := testManager(t, identityConfig)
