@@ -27,6 +27,9 @@ type Session struct {
 	tx   transcripts
 	rec  *records
 
+	// startMu orders Send's CLI starts and end: a session closing waits
+	// for a start in progress, then stops what it started.
+	startMu sync.Mutex
 	// mu guards everything below, and serialises OnEvent calls so that
 	// events reach the server in the order they happened.
 	mu         sync.Mutex

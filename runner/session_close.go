@@ -44,6 +44,8 @@ func (s *Session) Shutdown(ctx context.Context) error {
 // the CLI (interrupt, stdin EOF, then signals), waiting until it is read to
 // the end.
 func (s *Session) end(ctx context.Context) error {
+	s.startMu.Lock() // a CLI being started is stopped below, not left behind
+	defer s.startMu.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

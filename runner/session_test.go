@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,5 +320,44 @@ func TestSessionRestore(t *testing.T) {
 	ev3.wait(t, "result", `"result":"I have no earlier turn"`)
 	if st := s3.State(); st.CLISessionID == gone.CLISessionID || st.CLISessionID == "" {
 		t.Fatalf("after a failed resume the CLI session is %q (was %q)", st.CLISessionID, gone.CLISessionID)
+	}
+}
+
+// While a message starts the CLI (a second or so of node and the control
+// handshake) the session answers State at once, showing "starting", and a
+// Close in the meantime stops the CLI that start made.
+func TestSessionStateDuringStart(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response { return fakeapi.Text("hi") })
+	env := claudetest.NewEnv(t, api.URL)
+	ev := &events{}
+	s := openSession(t, env, repo, `{"name":"starter","permission_prompt":"client"}`, ev)
+	sent := make(chan error, 1)
+	go func() { sent <- s.Send("hello") }()
+	if !poll.Until(30*time.Second, func() bool { return s.State().Status == runner.SessionStarting }) {
+		t.Fatalf("State never showed the start in progress: %+v", s.State())
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	ev.wait(t, "result", "")
+	// A second session, closed while its CLI starts.
+	ev2 := &events{}
+	s2 := openSession(t, env, claudetest.GitRepo(t), `{"name":"closer","permission_prompt":"client"}`, ev2)
+	go func() { sent <- s2.Send("hello") }()
+	poll.Until(30*time.Second, func() bool { return s2.State().Status == runner.SessionStarting })
+	if _, err := s2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := <-sent
+	pid := s2.State().CLIPid
+	if err != nil && !errors.Is(err, runner.ErrSessionClosed) {
+		t.Fatalf("send during close: %v", err)
+	}
+	if pid != 0 {
+		t.Errorf("closed session still names CLI pid %d", pid)
+	}
+	if n := ev2.count("cli_started"); n != ev2.count("cli_exited") {
+		t.Errorf("%d CLIs started, %d exited: %s", n, ev2.count("cli_exited"), ev2)
 	}
 }

@@ -15,16 +15,29 @@ import (
 
 // Send sends a user message.
 func (s *Session) Send(content string) error {
+	// Starting a CLI takes a second (node, then the control handshake):
+	// it runs outside mu, so that State, Answer and the events of the
+	// session never wait for it; startMu keeps sends (and end) in order.
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrSessionClosed
 	}
 	if s.proc == nil {
-		if err := s.start(); err != nil {
+		spec := s.cliSpec()
+		s.setStatus(SessionStarting)
+		s.mu.Unlock()
+		p, err := startCLI(context.Background(), spec)
+		s.mu.Lock()
+		if err != nil {
+			err = fmt.Errorf("start the CLI: %w", err)
 			s.emit("error", map[string]string{"message": err.Error()})
+			s.setStatus(SessionIdle)
 			return err
 		}
+		s.started(p)
 	}
 	s.inflight = append(s.inflight, content)
 	s.st.MessageCount++
@@ -49,8 +62,8 @@ func (s *Session) Interrupt() error {
 	return s.proc.Interrupt()
 }
 
-// start starts the session's CLI; the caller holds mu.
-func (s *Session) start() error {
+// cliSpec is how the session starts its CLI; the caller holds mu.
+func (s *Session) cliSpec() cliSpec {
 	j := s.plan.Job
 	opts := j.Options
 	opts.Resume = s.st.CLISessionID
@@ -59,17 +72,30 @@ func (s *Session) start() error {
 	if s.plan.PermissionPrompt == PermissionPromptClient {
 		spec.ask = s.ask
 	}
+	return spec
+}
+
+// start starts the session's CLI holding mu (a resend after a rejected
+// resume, rare); Send starts it without.
+func (s *Session) start() error {
+	spec := s.cliSpec()
 	p, err := startCLI(context.Background(), spec)
 	if err != nil {
 		return fmt.Errorf("start the CLI: %w", err)
 	}
-	s.proc, s.t, s.resumed, s.initSeen = p, tally{}, opts.Resume != "", false
+	s.started(p)
+	return nil
+}
+
+// started makes p the session's CLI and starts reading it; the caller
+// holds mu.
+func (s *Session) started(p *claude.Process) {
+	s.proc, s.t, s.resumed, s.initSeen = p, tally{}, s.st.CLISessionID != "", false
 	s.st.CLIPid = p.Pid()
 	done := make(chan struct{})
 	s.readerDone = done
-	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": opts.Resume})
+	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": s.st.CLISessionID})
 	go s.read(p, done)
-	return nil
 }
 
 // read takes the process's events until its stdout ends, then its exit.
