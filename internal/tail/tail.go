@@ -4,6 +4,7 @@
 package tail
 
 import (
+	"io"
 	"sync"
 	"unicode/utf8"
 )
@@ -29,6 +30,31 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	}
 	b.buf = appendBounded(b.buf, p, b.max)
 	return len(p), nil
+}
+
+// readBufs are ReadFrom's buffers.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
+// ReadFrom reads r to its end, keeping the last bytes. os/exec copies a
+// child's pipe into a Buffer with it, instead of io.Copy allocating 32 KB
+// for each copy (a run starts a few git commands per job).
+func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	var n int64
+	for {
+		k, err := r.Read(*bp)
+		if k > 0 {
+			_, _ = b.Write((*bp)[:k]) // a Buffer's writes never fail
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // String returns the kept bytes. When earlier bytes were dropped it starts

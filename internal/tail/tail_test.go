@@ -3,8 +3,11 @@ package tail
 import (
 	"bytes"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestBuffer(t *testing.T) {
@@ -39,6 +42,35 @@ func TestBuffer(t *testing.T) {
 				t.Errorf("Dropped() = %d, want %d", got, tt.wantDropped)
 			}
 		})
+	}
+}
+
+// TestBufferReadFrom: io.Copy from a file (what os/exec does with a
+// child's pipe) goes through ReadFrom and keeps the same end; a read error
+// is returned.
+func TestBufferReadFrom(t *testing.T) {
+	data := strings.Repeat("0123456789", 2000) // several of ReadFrom's reads
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	b := New(15)
+	if n, err := io.Copy(b, f); n != int64(len(data)) || err != nil {
+		t.Fatalf("io.Copy = %d, %v", n, err)
+	}
+	f.Close()
+	if got := b.String(); got != data[len(data)-15:] || b.Dropped() != int64(len(data)-15) {
+		t.Errorf("kept %q, dropped %d", got, b.Dropped())
+	}
+	boom := errors.New("boom")
+	if _, err := New(4).ReadFrom(io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(boom))); !errors.Is(err, boom) {
+		t.Errorf("ReadFrom error %v, want boom", err)
 	}
 }
 
