@@ -29,67 +29,25 @@ type lineInfo struct {
 func (li *lineInfo) reset() { *li = lineInfo{} }
 
 // scanLine fills li from line. It returns errSyntax for anything that is not a
-// JSON object.
+// JSON object. Each byte is walked once: "message" is read as it is skipped.
 func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 	li.reset()
 	i := skipWS(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return errSyntax
 	}
-	end, err := scanObject(line, i, func(key []byte, vs, ve int) error {
-		v := line[vs:ve]
-		switch string(key) {
-		case "type":
-			li.typ = v
-		case "timestamp":
-			li.timestamp = v
-		case "sessionId":
-			li.sessionID = v
-		case "cwd":
-			li.cwd = v
-		case "requestId":
-			li.requestID = v
-		case "uuid":
-			li.uuid = v
-		case "promptSource":
-			li.promptSource = v
-		case "parentUuid":
-			li.parentNull = bytes.Equal(v, litNull)
-		case "isSidechain":
-			li.isSidechain = bytes.Equal(v, litTrue)
-		case "isApiErrorMessage":
-			li.isAPIError = bytes.Equal(v, litTrue)
-		case "isMeta":
-			li.isMeta = bytes.Equal(v, litTrue)
-		case "isCompactSummary":
-			li.isCompact = bytes.Equal(v, litTrue)
-		case "message":
-			if len(v) == 0 || v[0] != '{' {
-				return nil
-			}
-			_, err := scanObject(line, vs, func(k []byte, s, e int) error {
-				mv := line[s:e]
-				switch string(k) {
-				case "id":
-					li.msgID = mv
-				case "model":
-					li.model = mv
-				case "role":
-					li.role = mv
-				case "usage":
-					if len(mv) > 0 && mv[0] == '{' {
-						li.usage = mv
-					}
-				case "content":
-					if wantContent {
-						li.content = mv
-					}
-				}
+	end, err := scanMembers(line, i, func(key []byte, vs int) (int, error) {
+		if string(key) == "message" && line[vs] == '{' {
+			return scanObject(line, vs, func(k []byte, s, e int) error {
+				li.message(k, line[s:e], wantContent)
 				return nil
 			})
-			return err
 		}
-		return nil
+		ve, err := skipValue(line, vs)
+		if err == nil {
+			li.top(key, line[vs:ve])
+		}
+		return ve, err
 	})
 	if err != nil {
 		return err
@@ -98,6 +56,100 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 		return errSyntax
 	}
 	return nil
+}
+
+// top records a top-level member of a line.
+func (li *lineInfo) top(key, v []byte) {
+	switch string(key) {
+	case "type":
+		li.typ = v
+	case "timestamp":
+		li.timestamp = v
+	case "sessionId":
+		li.sessionID = v
+	case "cwd":
+		li.cwd = v
+	case "requestId":
+		li.requestID = v
+	case "uuid":
+		li.uuid = v
+	case "promptSource":
+		li.promptSource = v
+	case "parentUuid":
+		li.parentNull = bytes.Equal(v, litNull)
+	case "isSidechain":
+		li.isSidechain = bytes.Equal(v, litTrue)
+	case "isApiErrorMessage":
+		li.isAPIError = bytes.Equal(v, litTrue)
+	case "isMeta":
+		li.isMeta = bytes.Equal(v, litTrue)
+	case "isCompactSummary":
+		li.isCompact = bytes.Equal(v, litTrue)
+	}
+}
+
+// message records a member of a line's message object.
+func (li *lineInfo) message(key, v []byte, wantContent bool) {
+	switch string(key) {
+	case "id":
+		li.msgID = v
+	case "model":
+		li.model = v
+	case "role":
+		li.role = v
+	case "usage":
+		if len(v) > 0 && v[0] == '{' {
+			li.usage = v
+		}
+	case "content":
+		if wantContent {
+			li.content = v
+		}
+	}
+}
+
+// leadingType returns the raw value of a line's top-level "type" when it
+// comes before any object or array value, where the CLI writes it (before
+// "message" and "toolUseResult", which hold a line's bulk). line may be the
+// beginning of a line only. ok is false when the type is not found there.
+// The CLI writes no key twice; were "type" repeated, this is the first one.
+func leadingType(line []byte) (typ []byte, ok bool) {
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return nil, false
+	}
+	i++
+	for {
+		i = skipWS(line, i)
+		if i >= len(line) || line[i] != '"' {
+			return nil, false
+		}
+		ke, err := skipString(line, i)
+		if err != nil {
+			return nil, false
+		}
+		key := line[i+1 : ke-1]
+		i = skipWS(line, ke)
+		if i >= len(line) || line[i] != ':' {
+			return nil, false
+		}
+		vs := skipWS(line, i+1)
+		if vs >= len(line) || line[vs] == '{' || line[vs] == '[' {
+			return nil, false
+		}
+		ve, err := skipValue(line, vs)
+		if err != nil {
+			return nil, false
+		}
+		if string(key) == "type" {
+			return line[vs:ve], true
+		}
+		i = skipWS(line, ve)
+		if i >= len(line) || line[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
 }
 
 // plainString returns the content of a raw JSON string without escapes, and
@@ -214,6 +266,20 @@ func strValue(v []byte) string {
 // key (raw, without quotes) and the bounds of its value. It returns the index
 // just past the closing brace.
 func scanObject(b []byte, i int, fn func(key []byte, vs, ve int) error) (int, error) {
+	return scanMembers(b, i, func(key []byte, vs int) (int, error) {
+		ve, err := skipValue(b, vs)
+		if err != nil {
+			return 0, err
+		}
+		return ve, fn(key, vs, ve)
+	})
+}
+
+// scanMembers walks the object starting at b[i] == '{', calling fn with each
+// key (raw, without quotes) and the start of its value; fn returns the index
+// just past the value (skipValue's, or its own when it reads the value). It
+// returns the index just past the closing brace.
+func scanMembers(b []byte, i int, fn func(key []byte, vs int) (int, error)) (int, error) {
 	i++ // '{'
 	i = skipWS(b, i)
 	if i < len(b) && b[i] == '}' {
@@ -234,11 +300,11 @@ func scanObject(b []byte, i int, fn func(key []byte, vs, ve int) error) (int, er
 			return 0, errSyntax
 		}
 		vs := skipWS(b, i+1)
-		ve, err := skipValue(b, vs)
-		if err != nil {
-			return 0, err
+		if vs >= len(b) {
+			return 0, errSyntax
 		}
-		if err := fn(key, vs, ve); err != nil {
+		ve, err := fn(key, vs)
+		if err != nil {
 			return 0, err
 		}
 		i = skipWS(b, ve)

@@ -262,8 +262,71 @@ type scanner struct {
 	summary bool
 }
 
+// usageLineLimit is how much of a line a usage scan buffers before it looks
+// at the line's type: longer lines that are not the model's (tool results,
+// several MB at times) are read past with the buffer at its usual size.
+const usageLineLimit = readBuf / 2
+
+// usageKeepBuf is the largest buffer a usage scan keeps after a long line.
+const usageKeepBuf = 4 << 20
+
 func newScanner(summary bool) *scanner {
-	return &scanner{hash: fnv.New128a(), lr: NewLineReader(nil, 0), summary: summary}
+	s := &scanner{hash: fnv.New128a(), lr: NewLineReader(nil, 0), summary: summary}
+	if !summary {
+		// The rare assistant line of several MB does not pin memory.
+		s.lr.keep = usageKeepBuf
+	}
+	return s
+}
+
+// next returns the next line the scan reads whole (ok false for a line
+// skipped). A usage scan needs only the model's lines, which hold the API
+// calls: the others, named by their leading "type", are read past (their
+// bytes only searched for the newline), short ones after a look for the
+// compaction boundary (a system line) or interrupt marker (a user line) that
+// flag a session.
+func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
+	if s.summary {
+		line, err = s.lr.Next()
+		return line, err == nil, err
+	}
+	line, whole, err := s.lr.NextPrefix(usageLineLimit)
+	if err != nil {
+		return nil, false, err
+	}
+	if typ, known := leadingType(line); known && !strIs(typ, "assistant") {
+		if !whole {
+			return nil, false, s.lr.SkipRest()
+		}
+		switch {
+		case len(line) >= 8<<10:
+		case strIs(typ, "system"):
+			if bytes.Contains(line, compactKey) {
+				fs.compacted++
+			}
+		case strIs(typ, "user"):
+			if bytes.Contains(line, interruptKey) {
+				fs.interrupted++
+			}
+		}
+		return nil, false, nil
+	}
+	if whole {
+		return line, true, nil
+	}
+	return s.lr.Rest()
+}
+
+// markers counts compaction boundaries and interrupt markers, which make
+// the transcript differ from the bill (flags). They are short lines.
+func (s *scanner) markers(fs *fileScan, line []byte) {
+	if len(line) < 8<<10 {
+		if bytes.Contains(line, compactKey) {
+			fs.compacted++
+		} else if bytes.Contains(line, interruptKey) {
+			fs.interrupted++
+		}
+	}
 }
 
 // scanFile reads one transcript and collects its API calls (deduplicated
@@ -281,34 +344,18 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line, err := s.lr.Next()
+		line, ok, err := s.next(fs)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", fs.path, err)
 		}
-		hasUsage := hasUsageKey(line)
-		if !s.summary && !hasUsage {
-			// Compaction boundaries and interrupt markers are short lines;
-			// they make the transcript differ from the bill (flags).
-			if len(line) < 8<<10 {
-				if bytes.Contains(line, compactKey) {
-					fs.compacted++
-				} else if bytes.Contains(line, interruptKey) {
-					fs.interrupted++
-				}
-			}
-			continue
-		}
-		if s.summary && !hasUsage && len(line) > 4096 && !bytes.Contains(line, userTypeKey) && !bytes.Contains(line, compactKey) {
-			// Large lines without usage and not user entries carry nothing a
-			// summary needs but a timestamp; skip the parse.
+		if !ok {
 			continue
 		}
 		li := &s.li
-		if err := scanLine(line, li, s.summary); err != nil {
-			fs.stats.Malformed++
+		if !s.parse(fs, line) {
 			continue
 		}
 		var ts time.Time
@@ -335,6 +382,39 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	}
 	fs.stats.Add(s.lr.Stats)
 	return nil
+}
+
+// parse reads line into s.li; false when the scan has nothing more to do
+// with it. A usage scan looks at lines without `"usage"` only for markers
+// (and does not count them malformed); it parses first, since nearly every
+// line it is given holds usage, and searches for the key only when the
+// parse found none.
+func (s *scanner) parse(fs *fileScan, line []byte) bool {
+	if s.summary {
+		if len(line) > 4096 && !hasUsageKey(line) && !bytes.Contains(line, userTypeKey) && !bytes.Contains(line, compactKey) {
+			// Large lines without usage and not user entries carry nothing a
+			// summary needs but a timestamp; skip the parse.
+			return false
+		}
+		if scanLine(line, &s.li, true) != nil {
+			fs.stats.Malformed++
+			return false
+		}
+		return true
+	}
+	err := scanLine(line, &s.li, false)
+	if err == nil && s.li.usage != nil {
+		return true // message.usage is spelled `"usage"`
+	}
+	if !hasUsageKey(line) {
+		s.markers(fs, line)
+		return false
+	}
+	if err != nil {
+		fs.stats.Malformed++
+		return false
+	}
+	return true
 }
 
 // addCall records the API response of an assistant line, once per
