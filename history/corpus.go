@@ -144,6 +144,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		}
 	})
 	if err != nil {
+		ix.discard()
 		return nil, err
 	}
 	ix.save(opts.Filter.Project != "")

@@ -608,6 +608,7 @@ type scanTarget struct {
 	forkLike bool
 	info     fs.FileInfo // for the index; nil when the file cannot be read
 	cached   *indexEntry
+	read     bool // scanned to its end (its entry goes to the index)
 }
 
 // orderTargets puts files in owner order (see scanOrdered), from the index
@@ -672,7 +673,8 @@ const scanWindow = 64
 // (and begins with a "mode" line), is merged after its parent. At most
 // scanWindow results per worker wait for merging (a result is its calls,
 // about a hundred bytes each), so memory does not grow with the number of
-// files, and one large file does not stop the other workers.
+// files, and one large file does not stop the other workers. The entry of
+// each file read goes to the index (ix) as it is merged, in the same order.
 func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
 	order, err := orderTargets(ctx, targets, summary, ix)
 	if err != nil {
@@ -698,9 +700,7 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 					continue
 				}
 				err := s.scanFile(ctx, fs)
-				if err == nil {
-					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
-				}
+				t.read = err == nil
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
@@ -736,6 +736,9 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 		for i := range order {
 			select {
 			case fs := <-done[i]:
+				if t := &order[i]; t.read {
+					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
+				}
 				merge(fs)
 				<-window
 			case <-ctx.Done():
