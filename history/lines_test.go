@@ -140,6 +140,16 @@ func FuzzReadLine(f *testing.F) {
 			if strIs(li.typ, "assistant") != (strValue(li.typ) == "assistant") || strEmpty(li.msgID) != (strValue(li.msgID) == "") {
 				t.Fatalf("strIs or strEmpty differ from strValue on %s, %s", li.typ, li.msgID)
 			}
+			// The leading type is the type scanLine reads (the CLI writes
+			// no key twice), and a prefix of a line tells the same or nothing.
+			if typ, ok := leadingType(l); ok {
+				if err := scanLine(l, &li, false); err == nil && bytes.Count(l, []byte(`"type"`)) == 1 && !bytes.Equal(typ, li.typ) {
+					t.Fatalf("leadingType = %s, scanLine's type %s", typ, li.typ)
+				}
+				if pt, pok := leadingType(l[:len(l)/2]); pok && !bytes.Equal(pt, typ) {
+					t.Fatalf("leadingType of a prefix = %s, of the line %s", pt, typ)
+				}
+			}
 			var u Usage
 			_ = parseUsage(li.usage, &u)
 			_, _ = promptText(li.content)
@@ -186,4 +196,94 @@ func TestRawCallKey(t *testing.T) {
 			t.Errorf("rawCallKey(%s, %s) = %x, want callKey(%q, %q) = %x", c.msg, c.req, got, c.dm, c.dr, want)
 		}
 	}
+}
+
+// FuzzLinePrefix reads input in pieces of any size with NextPrefix, taking
+// long lines whole (Rest) or reading past them (SkipRest) in turn: the lines
+// taken are those Next returns, and the counts are the same.
+func FuzzLinePrefix(f *testing.F) {
+	f.Add([]byte("a\nbbbbbbbb\ncc\n"), 4, 3, uint8(1))
+	f.Add([]byte(strings.Repeat("x", 40)+"\n"+strings.Repeat("y", 10)), 16, 5, uint8(2))
+	f.Add([]byte("{\"type\":\"user\",\"a\":\"xxxxxxxxxxxx\"}\r\n\n\n{\"t"), 64, 8, uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, max, limit int, pattern uint8) {
+		const skipped = "\x00skipped"
+		max = 1 + int(uint(max)%200)
+		limit = int(uint(limit) % 100)
+		want, wantStats := readLines(t, NewLineReader(bytes.NewReader(data), max))
+		lr := NewLineReader(&chunkReader{data: data, n: 1 + int(pattern%7)}, max)
+		var got []string
+		for i := 0; ; i++ {
+			line, whole, err := lr.NextPrefix(limit)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !whole && len(line) < min(limit, max+1) {
+				t.Fatalf("a prefix of %d bytes under the limit %d", len(line), limit)
+			}
+			switch {
+			case whole:
+				got = append(got, string(line))
+			case pattern>>(i%8)&1 == 1:
+				lines := lr.Stats.Lines
+				if err := lr.SkipRest(); err != nil {
+					t.Fatal(err)
+				}
+				if lr.Stats.Lines > lines {
+					got = append(got, skipped) // else oversized or torn
+				}
+			default:
+				rest, ok, err := lr.Rest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					got = append(got, string(rest))
+				}
+			}
+		}
+		if lr.Stats != wantStats {
+			t.Fatalf("stats %+v, Next's %+v", lr.Stats, wantStats)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d lines, Next returned %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] && got[i] != skipped {
+				t.Fatalf("line %d = %q, Next's %q", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+func readLines(t *testing.T, lr *LineReader) ([]string, ReadStats) {
+	t.Helper()
+	var out []string
+	for {
+		l, err := lr.Next()
+		if err == io.EOF {
+			return out, lr.Stats
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(l))
+	}
+}
+
+// chunkReader returns at most n bytes per Read.
+type chunkReader struct {
+	data []byte
+	n    int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.data)
+	c.data = c.data[k:]
+	return k, nil
 }

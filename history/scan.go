@@ -138,7 +138,7 @@ func leadingType(line []byte) (typ []byte, ok bool) {
 			return nil, false
 		}
 		ve, err := skipValue(line, vs)
-		if err != nil {
+		if err != nil || ve == len(line) { // a number may go on past a prefix
 			return nil, false
 		}
 		if string(key) == "type" {
