@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -140,16 +141,24 @@ func FuzzReadLine(f *testing.F) {
 			if strIs(li.typ, "assistant") != (strValue(li.typ) == "assistant") || strEmpty(li.msgID) != (strValue(li.msgID) == "") {
 				t.Fatalf("strIs or strEmpty differ from strValue on %s, %s", li.typ, li.msgID)
 			}
-			// The leading type is the type scanLine reads (the CLI writes
-			// no key twice), and a prefix of a line tells the same or nothing.
-			if typ, ok := leadingType(l); ok {
-				if err := scanLine(l, &li, false); err == nil && bytes.Count(l, []byte(`"type"`)) == 1 && !bytes.Equal(typ, li.typ) {
-					t.Fatalf("leadingType = %s, scanLine's type %s", typ, li.typ)
-				}
-				if pt, pok := leadingType(l[:len(l)/2]); pok && !bytes.Equal(pt, typ) {
-					t.Fatalf("leadingType of a prefix = %s, of the line %s", pt, typ)
-				}
+			// Reading the head first and then the rest is reading the line,
+			// the type read in the head is the line's (the CLI writes no key
+			// twice), and a prefix of a line tells the same type or nothing.
+			var head lineInfo
+			from, typed := scanHead(l, &head)
+			headType := head.typ
+			errWhole, errRest := scanLine(l, &li, false), scanLineFrom(l, &head, from, false)
+			if (errWhole == nil) != (errRest == nil) || errWhole == nil && !reflect.DeepEqual(li, head) {
+				t.Fatalf("scanHead (from %d) and scanLineFrom = %+v, %v; scanLine = %+v, %v", from, head, errRest, li, errWhole)
 			}
+			if typed && errWhole == nil && bytes.Count(l, []byte(`"type"`)) == 1 && !bytes.Equal(headType, li.typ) {
+				t.Fatalf("scanHead's type %s, scanLine's %s", headType, li.typ)
+			}
+			var part lineInfo
+			if _, ptyped := scanHead(l[:len(l)/2], &part); ptyped && (!typed || !bytes.Equal(part.typ, headType)) {
+				t.Fatalf("scanHead of a prefix: type %s, of the line %s (%v)", part.typ, headType, typed)
+			}
+			_ = scanLine(l, &li, true)
 			var u Usage
 			_ = parseUsage(li.usage, &u)
 			_, _ = promptText(li.content)

@@ -29,14 +29,24 @@ type lineInfo struct {
 func (li *lineInfo) reset() { *li = lineInfo{} }
 
 // scanLine fills li from line. It returns errSyntax for anything that is not a
-// JSON object. Each byte is walked once: "message" is read as it is skipped.
+// JSON object.
 func scanLine(line []byte, li *lineInfo, wantContent bool) error {
-	li.reset()
-	i := skipWS(line, 0)
-	if i >= len(line) || line[i] != '{' {
-		return errSyntax
+	return scanLineFrom(line, li, 0, wantContent)
+}
+
+// scanLineFrom is scanLine for a line whose head scanHead read into li
+// already: from is what scanHead returned (0 to read the whole line).
+func scanLineFrom(line []byte, li *lineInfo, from int, wantContent bool) error {
+	if from == 0 {
+		li.reset()
+		i := skipWS(line, 0)
+		if i >= len(line) || line[i] != '{' {
+			return errSyntax
+		}
+		from = i
 	}
-	end, err := scanMembers(line, i, func(key []byte, vs int) (int, error) {
+	// Each byte is walked once: "message" is read as it is skipped.
+	end, err := scanMembers(line, from, func(key []byte, vs int) (int, error) {
 		if string(key) == "message" && line[vs] == '{' {
 			return scanObject(line, vs, func(k []byte, s, e int) error {
 				li.message(k, line[s:e], wantContent)
@@ -56,6 +66,55 @@ func scanLine(line []byte, li *lineInfo, wantContent bool) error {
 		return errSyntax
 	}
 	return nil
+}
+
+// scanHead reads the members of a line's top-level object into li (reset
+// first) up to "type" or to the first object or array value, whichever
+// comes first: the CLI writes "type" before "message" and "toolUseResult",
+// which hold a line's bulk. line may be the beginning of a line only. typed
+// reports whether li.typ was read (were "type" repeated, which the CLI never
+// does, it is the first one). from is where scanLineFrom goes on, 0 when the
+// head cannot be read (scanLineFrom then reads the whole line).
+func scanHead(line []byte, li *lineInfo) (from int, typed bool) {
+	li.reset()
+	start := skipWS(line, 0)
+	if start >= len(line) || line[start] != '{' {
+		return 0, false
+	}
+	from = start // the opening brace: nothing read yet
+	i := skipWS(line, start+1)
+	for {
+		if i >= len(line) || line[i] != '"' {
+			return 0, false
+		}
+		ke, err := skipString(line, i)
+		if err != nil {
+			return 0, false
+		}
+		key := line[i+1 : ke-1]
+		c := skipWS(line, ke)
+		if c >= len(line) || line[c] != ':' {
+			return 0, false
+		}
+		vs := skipWS(line, c+1)
+		if vs >= len(line) || line[vs] == '{' || line[vs] == '[' {
+			return from, false
+		}
+		ve, err := skipValue(line, vs)
+		if err != nil || ve == len(line) { // a number may go on past a prefix
+			return 0, false
+		}
+		li.top(key, line[vs:ve])
+		i = skipWS(line, ve)
+		if i >= len(line) || line[i] != ',' {
+			return 0, string(key) == "type" && i < len(line) && line[i] == '}'
+		}
+		from = i // the comma before the next member
+		if string(key) == "type" {
+			return from, true
+		}
+		i = skipWS(line, i+1)
+	}
 }
 
 // top records a top-level member of a line.
@@ -105,50 +164,6 @@ func (li *lineInfo) message(key, v []byte, wantContent bool) {
 		if wantContent {
 			li.content = v
 		}
-	}
-}
-
-// leadingType returns the raw value of a line's top-level "type" when it
-// comes before any object or array value, where the CLI writes it (before
-// "message" and "toolUseResult", which hold a line's bulk). line may be the
-// beginning of a line only. ok is false when the type is not found there.
-// The CLI writes no key twice; were "type" repeated, this is the first one.
-func leadingType(line []byte) (typ []byte, ok bool) {
-	i := skipWS(line, 0)
-	if i >= len(line) || line[i] != '{' {
-		return nil, false
-	}
-	i++
-	for {
-		i = skipWS(line, i)
-		if i >= len(line) || line[i] != '"' {
-			return nil, false
-		}
-		ke, err := skipString(line, i)
-		if err != nil {
-			return nil, false
-		}
-		key := line[i+1 : ke-1]
-		i = skipWS(line, ke)
-		if i >= len(line) || line[i] != ':' {
-			return nil, false
-		}
-		vs := skipWS(line, i+1)
-		if vs >= len(line) || line[vs] == '{' || line[vs] == '[' {
-			return nil, false
-		}
-		ve, err := skipValue(line, vs)
-		if err != nil || ve == len(line) { // a number may go on past a prefix
-			return nil, false
-		}
-		if string(key) == "type" {
-			return line[vs:ve], true
-		}
-		i = skipWS(line, ve)
-		if i >= len(line) || line[i] != ',' {
-			return nil, false
-		}
-		i++
 	}
 }
 
@@ -278,11 +293,13 @@ func scanObject(b []byte, i int, fn func(key []byte, vs, ve int) error) (int, er
 // scanMembers walks the object starting at b[i] == '{', calling fn with each
 // key (raw, without quotes) and the start of its value; fn returns the index
 // just past the value (skipValue's, or its own when it reads the value). It
-// returns the index just past the closing brace.
+// returns the index just past the closing brace. It also goes on with an
+// object from b[i] == ',' between two of its members.
 func scanMembers(b []byte, i int, fn func(key []byte, vs int) (int, error)) (int, error) {
-	i++ // '{'
+	open := b[i] == '{'
+	i++ // '{' or ','
 	i = skipWS(b, i)
-	if i < len(b) && b[i] == '}' {
+	if open && i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
 	for {

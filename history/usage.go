@@ -259,6 +259,7 @@ type scanner struct {
 	hash    hash.Hash
 	lr      *LineReader
 	li      lineInfo
+	from    int // where parse goes on in a line whose head next read (see scanHead)
 	summary bool
 }
 
@@ -281,7 +282,7 @@ func newScanner(summary bool) *scanner {
 
 // next returns the next line the scan reads whole (ok false for a line
 // skipped). A usage scan needs only the model's lines, which hold the API
-// calls: the others, named by their leading "type", are read past (their
+// calls: the others, named by their leading "type" (scanHead), are read past (their
 // bytes only searched for the newline), short ones after a look for the
 // compaction boundary (a system line) or interrupt marker (a user line) that
 // flag a session.
@@ -294,7 +295,8 @@ func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if typ, known := leadingType(line); known && !strIs(typ, "assistant") {
+	from, typed := scanHead(line, &s.li)
+	if typ := s.li.typ; typed && !strIs(typ, "assistant") {
 		if !whole {
 			return nil, false, s.lr.SkipRest()
 		}
@@ -311,6 +313,7 @@ func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
 		}
 		return nil, false, nil
 	}
+	s.from = from // parse goes on from the head read
 	if whole {
 		return line, true, nil
 	}
@@ -402,7 +405,7 @@ func (s *scanner) parse(fs *fileScan, line []byte) bool {
 		}
 		return true
 	}
-	err := scanLine(line, &s.li, false)
+	err := scanLineFrom(line, &s.li, s.from, false)
 	if err == nil && s.li.usage != nil {
 		return true // message.usage is spelled `"usage"`
 	}
