@@ -2,7 +2,9 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"io"
 	"reflect"
 	"strings"
@@ -203,6 +205,14 @@ func TestRawCallKey(t *testing.T) {
 	} {
 		if got, want := s.rawCallKey([]byte(c.msg), []byte(c.req)), callKey(c.dm, c.dr); got != want {
 			t.Errorf("rawCallKey(%s, %s) = %x, want callKey(%q, %q) = %x", c.msg, c.req, got, c.dm, c.dr, want)
+		}
+		// The keys are hash/fnv's FNV-1a 128, as indexes of earlier
+		// versions stored them.
+		h := fnv.New128a()
+		h.Write([]byte(c.dm + "\x00" + c.dr))
+		sum := h.Sum(nil)
+		if got, want := callKey(c.dm, c.dr), [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}; got != want {
+			t.Errorf("callKey(%q, %q) = %x, hash/fnv gives %x", c.dm, c.dr, got, want)
 		}
 	}
 }

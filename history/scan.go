@@ -204,35 +204,57 @@ func parseUsage(b []byte, u *Usage) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errSyntax
 	}
-	_, err := scanObject(b, 0, func(k []byte, vs, ve int) error {
-		v := b[vs:ve]
+	_, err := scanMembers(b, 0, func(k []byte, vs int) (int, error) {
+		var dst *int64
 		switch string(k) {
 		case "input_tokens":
-			u.InputTokens = countOf(v)
+			dst = &u.InputTokens
 		case "output_tokens":
-			u.OutputTokens = countOf(v)
+			dst = &u.OutputTokens
 		case "cache_creation_input_tokens":
-			u.CacheCreationInputTokens = countOf(v)
+			dst = &u.CacheCreationInputTokens
 		case "cache_read_input_tokens":
-			u.CacheReadInputTokens = countOf(v)
+			dst = &u.CacheReadInputTokens
 		case "cache_creation":
-			if len(v) == 0 || v[0] != '{' {
-				return nil
+			if b[vs] == '{' {
+				return scanMembers(b, vs, func(k []byte, s int) (int, error) {
+					var dst *int64
+					switch string(k) {
+					case "ephemeral_5m_input_tokens":
+						dst = &u.CacheCreation.Ephemeral5m
+					case "ephemeral_1h_input_tokens":
+						dst = &u.CacheCreation.Ephemeral1h
+					}
+					return readCount(b, s, dst)
+				})
 			}
-			_, err := scanObject(b, vs, func(k []byte, s, e int) error {
-				switch string(k) {
-				case "ephemeral_5m_input_tokens":
-					u.CacheCreation.Ephemeral5m = countOf(b[s:e])
-				case "ephemeral_1h_input_tokens":
-					u.CacheCreation.Ephemeral1h = countOf(b[s:e])
-				}
-				return nil
-			})
-			return err
 		}
-		return nil
+		return readCount(b, vs, dst)
 	})
 	return err
+}
+
+// readCount returns the index just past the value at b[i], and stores it
+// as a count in *dst when dst is not nil.
+func readCount(b []byte, i int, dst *int64) (int, error) {
+	if dst != nil {
+		// The common spelling, digits, read as they are skipped.
+		var n int64
+		j := i
+		for j < len(b) && j-i < 18 && b[j] >= '0' && b[j] <= '9' {
+			n = n*10 + int64(b[j]-'0')
+			j++
+		}
+		if j > i && j < len(b) && (b[j] == ',' || b[j] == '}') {
+			*dst = n
+			return j, nil
+		}
+	}
+	e, err := skipValue(b, i)
+	if err == nil && dst != nil {
+		*dst = countOf(b[i:e])
+	}
+	return e, err
 }
 
 // countOf reads a raw JSON number as a token count (see count).
