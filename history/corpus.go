@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -342,12 +343,19 @@ func (c *Corpus) UsageBy(by string, loc *time.Location) []UsageRow {
 				add(UsageRow{Model: m}, t, nil)
 			}
 		default:
-			for b, t := range s.byBucket {
+			// In time order: float costs summed in map order would differ
+			// in their last digits from run to run.
+			buckets := make([]int64, 0, len(s.byBucket))
+			for b := range s.byBucket {
+				buckets = append(buckets, b)
+			}
+			slices.Sort(buckets)
+			for _, b := range buckets {
 				day := "unknown"
 				if b != math.MinInt64 {
 					day = time.Unix(b*bucketSpan, 0).In(loc).Format(time.DateOnly)
 				}
-				add(UsageRow{Date: day}, t, nil)
+				add(UsageRow{Date: day}, s.byBucket[b], nil)
 			}
 		}
 	}

@@ -189,3 +189,25 @@ func TestScanFilters(t *testing.T) {
 		t.Errorf("--until: %+v", tot)
 	}
 }
+
+// TestUsageByDayIsDeterministic: a day's cost sums the session's 15-minute
+// buckets in time order, not in map order (floats differ in their last
+// digits with the order).
+func TestUsageByDayIsDeterministic(t *testing.T) {
+	s := &SessionSummary{ID: sidA, byBucket: map[int64]*Totals{}}
+	s.APICalls = 1
+	day := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC).Unix() / bucketSpan
+	for i := range int64(60) {
+		s.byBucket[day+i] = &Totals{CostUSD: 0.1 / float64(i+3), APICalls: 1}
+	}
+	c := &Corpus{sessions: []*SessionSummary{s}}
+	want := c.UsageBy(ByDay, time.UTC)
+	if len(want) != 1 || want[0].APICalls != 60 {
+		t.Fatalf("rows = %+v, want one day of 60 calls", want)
+	}
+	for range 50 {
+		if got := c.UsageBy(ByDay, time.UTC); got[0].CostUSD != want[0].CostUSD {
+			t.Fatalf("cost %v, then %v", want[0].CostUSD, got[0].CostUSD)
+		}
+	}
+}
