@@ -246,7 +246,6 @@ func (c *Corpus) merge(s *SessionSummary, fs *fileScan, orphan bool, seen map[[2
 			s.add(cl, opts.Prices)
 		}
 	}
-	fs.calls = nil
 }
 
 // selectSessions keeps the sessions the filter selects, oldest first.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -145,7 +146,7 @@ func (e *indexEntry) load(s *fileScan) {
 	s.firstPrompt, s.prompts, s.compacted, s.interrupted = e.FirstPrompt, e.Prompts, e.Compacted, e.Interrupted
 	s.apiErrors, s.inlineAgents = e.APIErrors, e.InlineAgent
 	s.fromIndex = true
-	s.calls = make([]call, len(e.Calls))
+	s.calls = slices.Grow(getCalls(), len(e.Calls))[:len(e.Calls)]
 	for i, ic := range e.Calls {
 		c := call{key: [2]uint64{ic.K0, ic.K1}, model: ic.Model, sidechain: ic.Side || s.agent,
 			usage: Usage{InputTokens: ic.In, OutputTokens: ic.Out, CacheCreationInputTokens: ic.CW, CacheReadInputTokens: ic.CR}}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -276,6 +277,8 @@ type scanner struct {
 	li      lineInfo
 	from    int // where parse goes on in a line whose head next read (see scanHead)
 	summary bool
+	seen    map[[2]uint64]int // see fileMaps
+	models  map[string]string
 }
 
 // usageLineLimit is how much of a line a usage scan buffers before it looks
@@ -293,6 +296,39 @@ func newScanner(summary bool) *scanner {
 		s.lr.keep = usageKeepBuf
 	}
 	return s
+}
+
+// fileMaps returns the scanner's per-file maps, empty: the calls seen in the
+// file (key → index in fs.calls) and its models. They are kept from file to
+// file unless one grew large.
+func (s *scanner) fileMaps() (seen map[[2]uint64]int, models map[string]string) {
+	if s.seen == nil || len(s.seen) > 4096 {
+		s.seen = make(map[[2]uint64]int)
+	}
+	if s.models == nil || len(s.models) > 64 {
+		s.models = make(map[string]string)
+	}
+	clear(s.seen)
+	clear(s.models)
+	return s.seen, s.models
+}
+
+// callsPool holds slices of calls merged already, for the scans of other
+// files: a file's calls are a result until merged, then garbage.
+var callsPool sync.Pool
+
+func getCalls() []call {
+	if p, ok := callsPool.Get().(*[]call); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// putCalls gives back the calls of a merged file (no longer used by it).
+func putCalls(c []call) {
+	if cap(c) > 0 {
+		callsPool.Put(&c)
+	}
 }
 
 // next returns the next line the scan reads whole (ok false for a line
@@ -356,8 +392,8 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	}
 	defer f.Close()
 	s.lr.Reset(f)
-	seen := make(map[[2]uint64]int) // call key → index in fs.calls
-	models := make(map[string]string)
+	seen, models := s.fileMaps()
+	fs.calls = getCalls()
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -757,7 +793,10 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 				if t := &order[i]; t.read {
 					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
 				}
+				calls := fs.calls
 				merge(fs)
+				fs.calls = nil
+				putCalls(calls)
 				<-window
 			case <-ctx.Done():
 				return ctx.Err()
