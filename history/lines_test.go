@@ -161,8 +161,11 @@ func FuzzReadLine(f *testing.F) {
 				t.Fatalf("scanHead of a prefix: type %s, of the line %s (%v)", part.typ, headType, typed)
 			}
 			_ = scanLine(l, &li, true)
+			// The usage read with the line is parseUsage's of its raw object.
 			var u Usage
-			_ = parseUsage(li.usage, &u)
+			if err := parseUsage(li.usage, &u); li.usage != nil && ((err != nil) != li.usageBad || err == nil && u != li.u) {
+				t.Fatalf("usage read with the line %+v (bad %v), parseUsage: %+v, %v", li.u, li.usageBad, u, err)
+			}
 			_, _ = promptText(li.content)
 			_, _ = ParseEntry(l)
 		}

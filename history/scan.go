@@ -23,6 +23,8 @@ type lineInfo struct {
 	parentNull                                 bool // "parentUuid":null
 	msgID, model, role                         []byte
 	usage                                      []byte // raw message.usage object
+	u                                          Usage  // usage read (see readUsage)
+	usageBad                                   bool   // usage is not an object parseUsage reads
 	content                                    []byte // raw message.content (only when asked)
 }
 
@@ -48,9 +50,15 @@ func scanLineFrom(line []byte, li *lineInfo, from int, wantContent bool) error {
 	// Each byte is walked once: "message" is read as it is skipped.
 	end, err := scanMembers(line, from, func(key []byte, vs int) (int, error) {
 		if string(key) == "message" && line[vs] == '{' {
-			return scanObject(line, vs, func(k []byte, s, e int) error {
-				li.message(k, line[s:e], wantContent)
-				return nil
+			return scanMembers(line, vs, func(k []byte, s int) (int, error) {
+				if string(k) == "usage" && line[s] == '{' {
+					return li.readUsage(line, s)
+				}
+				e, err := skipValue(line, s)
+				if err == nil {
+					li.message(k, line[s:e], wantContent)
+				}
+				return e, err
 			})
 		}
 		ve, err := skipValue(line, vs)
@@ -147,6 +155,22 @@ func (li *lineInfo) top(key, v []byte) {
 	}
 }
 
+// readUsage reads message.usage at line[i] == '{' as it skips it, and
+// returns the index just past it. A usage object that parseUsage rejects
+// leaves the line well-formed if skipValue accepts it (its brackets and
+// strings are whole); li.usageBad then says so.
+func (li *lineInfo) readUsage(line []byte, i int) (int, error) {
+	e, err := parseUsageAt(line, i, &li.u)
+	li.usageBad = err != nil
+	if err != nil {
+		if e, err = skipValue(line, i); err != nil {
+			return 0, err
+		}
+	}
+	li.usage = line[i:e]
+	return e, nil
+}
+
 // message records a member of a line's message object.
 func (li *lineInfo) message(key, v []byte, wantContent bool) {
 	switch string(key) {
@@ -156,10 +180,6 @@ func (li *lineInfo) message(key, v []byte, wantContent bool) {
 		li.model = v
 	case "role":
 		li.role = v
-	case "usage":
-		if len(v) > 0 && v[0] == '{' {
-			li.usage = v
-		}
 	case "content":
 		if wantContent {
 			li.content = v
@@ -200,11 +220,18 @@ func strEmpty(v []byte) bool {
 // parseUsage reads a raw message.usage object into u without encoding/json
 // (it runs once per assistant line). Counts may be spelled as floats.
 func parseUsage(b []byte, u *Usage) error {
+	_, err := parseUsageAt(b, 0, u)
+	return err
+}
+
+// parseUsageAt is parseUsage of the object at b[i]; it returns the index
+// just past it.
+func parseUsageAt(b []byte, i int, u *Usage) (int, error) {
 	*u = Usage{}
-	if len(b) == 0 || b[0] != '{' {
-		return errSyntax
+	if i >= len(b) || b[i] != '{' {
+		return 0, errSyntax
 	}
-	_, err := scanMembers(b, 0, func(k []byte, vs int) (int, error) {
+	return scanMembers(b, i, func(k []byte, vs int) (int, error) {
 		var dst *int64
 		switch string(k) {
 		case "input_tokens":
@@ -231,7 +258,6 @@ func parseUsage(b []byte, u *Usage) error {
 		}
 		return readCount(b, vs, dst)
 	})
-	return err
 }
 
 // readCount returns the index just past the value at b[i], and stores it

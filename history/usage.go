@@ -484,11 +484,11 @@ func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]
 	} else {
 		key = s.rawCallKey(li.msgID, li.requestID)
 	}
-	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
-	if err := parseUsage(li.usage, &c.usage); err != nil {
+	if li.usageBad {
 		fs.stats.Malformed++
 		return
 	}
+	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent, usage: li.u}
 	if i, dup := seen[key]; dup {
 		// Older CLIs write the running count of message_start on the
 		// earlier lines of a response and the final count on its last
