@@ -368,7 +368,12 @@ func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
 	if whole {
 		return line, true, nil
 	}
-	return s.lr.Rest()
+	line, ok, err = s.lr.Rest()
+	if ok {
+		// The buffer may have moved under the fields the head points to.
+		s.from, _ = scanHead(line, &s.li)
+	}
+	return line, ok, err
 }
 
 // markers counts compaction boundaries and interrupt markers, which make
