@@ -333,10 +333,10 @@ func putCalls(c []call) {
 
 // next returns the next line the scan reads whole (ok false for a line
 // skipped). A usage scan needs only the model's lines, which hold the API
-// calls: the others, named by their leading "type" (scanHead), are read past (their
-// bytes only searched for the newline), short ones after a look for the
-// compaction boundary (a system line) or interrupt marker (a user line) that
-// flag a session.
+// calls: the others, named by the "type" in their head (scanHead), are read
+// past (their bytes only searched for the newline), short ones after a look
+// for the compaction boundary (a system line) or the interrupt marker (a
+// user line) that flag a session.
 func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
 	if s.summary {
 		line, err = s.lr.Next()
