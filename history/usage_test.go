@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -209,5 +210,37 @@ func TestUsageByDayIsDeterministic(t *testing.T) {
 		if got := c.UsageBy(ByDay, time.UTC); got[0].CostUSD != want[0].CostUSD {
 			t.Fatalf("cost %v, then %v", want[0].CostUSD, got[0].CostUSD)
 		}
+	}
+}
+
+// TestUsageScanAgreesWithSummaryScan: the usage scan, which reads past the
+// lines that are not the model's, finds the calls, totals and flags the
+// summary scan (every line parsed) finds, on every session of testdata and
+// of the corpus of real shapes; only malformed lines without calls go unseen
+// (as before the scan read past them).
+func TestUsageScanAgreesWithSummaryScan(t *testing.T) {
+	for _, dir := range []string{"testdata", corpusDir} {
+		t.Run(dir, func(t *testing.T) { usageAgreesWithSummary(t, dir) })
+	}
+}
+
+func usageAgreesWithSummary(t *testing.T, dir string) {
+	rows := map[bool][]UsageRow{}
+	for _, summary := range []bool{true, false} {
+		c, err := Scan(context.Background(), dir, ScanOptions{Summary: summary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[summary] = c.UsageBy(BySession, time.UTC)
+		for i := range rows[summary] {
+			r := &rows[summary][i]
+			r.Flags = slices.DeleteFunc(slices.Clone(r.Flags), func(f string) bool { return f == FlagMalformed })
+			if len(r.Flags) == 0 {
+				r.Flags = nil
+			}
+		}
+	}
+	if len(rows[true]) == 0 || !reflect.DeepEqual(rows[true], rows[false]) {
+		t.Errorf("usage scan:\n%+v\nsummary scan:\n%+v", rows[false], rows[true])
 	}
 }
