@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -217,4 +218,35 @@ func FuzzReadIndex(f *testing.F) {
 		}
 		sameEntries(t, files2, files)
 	})
+}
+
+// TestIndexKeepsUnselectedProjects: a scan of one project rewrites the index
+// with its files' entries and keeps those of the other projects.
+func TestIndexKeepsUnselectedProjects(t *testing.T) {
+	cache := t.TempDir()
+	if _, err := Scan(context.Background(), "testdata", ScanOptions{CacheDir: cache}); err != nil {
+		t.Fatal(err)
+	}
+	all := openIndex(cache, ProjectsDir("testdata")).old
+	if len(all) < 3 {
+		t.Fatalf("index of %d files", len(all))
+	}
+	// Forget one file of /home/me/proj so that a scan of that project
+	// writes the index again.
+	ix := openIndex(cache, ProjectsDir("testdata"))
+	w := createIndex(ix.path)
+	dropped := ""
+	for _, p := range sortedKeys(all) {
+		if dropped == "" && strings.Contains(p, "-home-me-proj") {
+			dropped = p
+			continue
+		}
+		e := all[p]
+		w.entry(p, e, len(e.Calls), func(i int) indexCall { return e.Calls[i] })
+	}
+	w.commit(ix.path)
+	if _, err := Scan(context.Background(), "testdata", ScanOptions{CacheDir: cache, Filter: Filter{Project: "/home/me/proj"}}); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, openIndex(cache, ProjectsDir("testdata")).old, all)
 }
