@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -144,6 +145,7 @@ func Scan(ctx context.Context, configDir string, opts ScanOptions) (*Corpus, err
 		}
 	})
 	if err != nil {
+		ix.discard()
 		return nil, err
 	}
 	ix.save(opts.Filter.Project != "")
@@ -244,7 +246,6 @@ func (c *Corpus) merge(s *SessionSummary, fs *fileScan, orphan bool, seen map[[2
 			s.add(cl, opts.Prices)
 		}
 	}
-	fs.calls = nil
 }
 
 // selectSessions keeps the sessions the filter selects, oldest first.
@@ -341,12 +342,19 @@ func (c *Corpus) UsageBy(by string, loc *time.Location) []UsageRow {
 				add(UsageRow{Model: m}, t, nil)
 			}
 		default:
-			for b, t := range s.byBucket {
+			// In time order: float costs summed in map order would differ
+			// in their last digits from run to run.
+			buckets := make([]int64, 0, len(s.byBucket))
+			for b := range s.byBucket {
+				buckets = append(buckets, b)
+			}
+			slices.Sort(buckets)
+			for _, b := range buckets {
 				day := "unknown"
 				if b != math.MinInt64 {
 					day = time.Unix(b*bucketSpan, 0).In(loc).Format(time.DateOnly)
 				}
-				add(UsageRow{Date: day}, t, nil)
+				add(UsageRow{Date: day}, s.byBucket[b], nil)
 			}
 		}
 	}

@@ -3,11 +3,13 @@ package history
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,14 +21,12 @@ import (
 // path and checked by size and modification time, so that listing and
 // accounting a large history reads only the files that changed. It is an
 // optimisation only: a missing, stale or unreadable index means a rescan.
-
-// indexVersion changes whenever what a scan extracts changes.
-const indexVersion = 3
-
-type indexFile struct {
-	Version int
-	Files   map[string]*indexEntry
-}
+//
+// A scan that reads files writes the new index as it goes (each file's entry
+// once it is merged, see index_codec.go), so that building the index of a
+// large history does not hold it in memory; the entries of unchanged files
+// are copied from the old index at the end, and the new file replaces the
+// old one only when complete.
 
 // indexEntry is one transcript's scan, valid while Size and MTime hold.
 type indexEntry struct {
@@ -60,9 +60,11 @@ type index struct {
 	path string
 	mu   sync.Mutex
 	old  map[string]*indexEntry
-	cur  map[string]*indexEntry
-	// dirty is set by store: the index on disk is out of date.
-	dirty bool
+	hits map[string]*indexEntry // entries of old found unchanged
+	// fresh holds the paths whose new entries are written to out, opened by
+	// the first store: the index on disk is out of date.
+	fresh map[string]bool
+	out   *indexWriter
 }
 
 // openIndex loads the index of projectsDir from cacheDir; "" disables it.
@@ -76,18 +78,18 @@ func openIndex(cacheDir, projectsDir string) *index {
 	}
 	sum := sha256.Sum256([]byte(abs))
 	ix := &index{
-		path: filepath.Join(cacheDir, "history", hex.EncodeToString(sum[:12])+".index"),
-		old:  map[string]*indexEntry{},
-		cur:  map[string]*indexEntry{},
+		path:  filepath.Join(cacheDir, "history", hex.EncodeToString(sum[:12])+".index"),
+		old:   map[string]*indexEntry{},
+		hits:  map[string]*indexEntry{},
+		fresh: map[string]bool{},
 	}
 	f, err := os.Open(ix.path)
 	if err != nil {
 		return ix
 	}
 	defer f.Close()
-	var file indexFile
-	if gob.NewDecoder(bufio.NewReaderSize(f, 1<<20)).Decode(&file) == nil && file.Version == indexVersion && file.Files != nil {
-		ix.old = file.Files
+	if files, err := readIndex(bufio.NewReaderSize(f, 256<<10)); err == nil {
+		ix.old = files
 	}
 	return ix
 }
@@ -103,11 +105,11 @@ func (ix *index) lookup(path string, fi fs.FileInfo, summary bool) *indexEntry {
 	if e == nil || e.Size != fi.Size() || e.MTime != fi.ModTime().UnixNano() || (summary && !e.Summary) {
 		return nil
 	}
-	ix.cur[path] = e
+	ix.hits[path] = e
 	return e
 }
 
-// store records a fresh scan of path.
+// store writes the entry of a fresh scan of path to the new index.
 func (ix *index) store(path string, fi fs.FileInfo, peek time.Time, forkLike, summary bool, s *fileScan) {
 	if ix == nil || fi == nil {
 		return
@@ -118,21 +120,24 @@ func (ix *index) store(path string, fi fs.FileInfo, peek time.Time, forkLike, su
 		// Only what list shows of the first prompt, redacted, is kept.
 		FirstPrompt: redact.Secrets(stripControls(fold(s.firstPrompt, 1000))),
 		Compacted:   s.compacted, Interrupted: s.interrupted, APIErrors: s.apiErrors, InlineAgent: s.inlineAgents,
-		Calls: make([]indexCall, len(s.calls)),
-	}
-	for i, c := range s.calls {
-		ic := indexCall{K0: c.key[0], K1: c.key[1], Model: c.model, Side: c.sidechain,
-			In: c.usage.InputTokens, Out: c.usage.OutputTokens, CW: c.usage.CacheCreationInputTokens, CR: c.usage.CacheReadInputTokens,
-			E5: c.usage.CacheCreation.Ephemeral5m, E1: c.usage.CacheCreation.Ephemeral1h}
-		if !c.ts.IsZero() {
-			ic.TS = c.ts.UnixNano()
-		}
-		e.Calls[i] = ic
 	}
 	ix.mu.Lock()
-	ix.cur[path] = e
-	ix.dirty = true
-	ix.mu.Unlock()
+	defer ix.mu.Unlock()
+	if ix.out == nil {
+		ix.out = createIndex(ix.path)
+	}
+	ix.fresh[path] = true
+	ix.out.entry(path, e, len(s.calls), func(i int) indexCall { return indexCallOf(&s.calls[i]) })
+}
+
+func indexCallOf(c *call) indexCall {
+	ic := indexCall{K0: c.key[0], K1: c.key[1], Model: c.model, Side: c.sidechain,
+		In: c.usage.InputTokens, Out: c.usage.OutputTokens, CW: c.usage.CacheCreationInputTokens, CR: c.usage.CacheReadInputTokens,
+		E5: c.usage.CacheCreation.Ephemeral5m, E1: c.usage.CacheCreation.Ephemeral1h}
+	if !c.ts.IsZero() {
+		ic.TS = c.ts.UnixNano()
+	}
+	return ic
 }
 
 // load fills s from an entry.
@@ -141,7 +146,7 @@ func (e *indexEntry) load(s *fileScan) {
 	s.firstPrompt, s.prompts, s.compacted, s.interrupted = e.FirstPrompt, e.Prompts, e.Compacted, e.Interrupted
 	s.apiErrors, s.inlineAgents = e.APIErrors, e.InlineAgent
 	s.fromIndex = true
-	s.calls = make([]call, len(e.Calls))
+	s.calls = slices.Grow(getCalls(), len(e.Calls))[:len(e.Calls)]
 	for i, ic := range e.Calls {
 		c := call{key: [2]uint64{ic.K0, ic.K1}, model: ic.Model, sidechain: ic.Side || s.agent,
 			usage: Usage{InputTokens: ic.In, OutputTokens: ic.Out, CacheCreationInputTokens: ic.CW, CacheReadInputTokens: ic.CR}}
@@ -153,41 +158,71 @@ func (e *indexEntry) load(s *fileScan) {
 	}
 }
 
-// save writes the index: the entries of this scan, and (keepOld) those of
-// files it did not look at. Failures are ignored: the index only saves time.
+// save completes the new index: the entries written during the scan, those
+// of the unchanged files it looked at, and (keepOld) those of files it did
+// not look at. Failures are ignored: the index only saves time.
 func (ix *index) save(keepOld bool) {
-	if ix == nil || (!ix.dirty && (keepOld || len(ix.cur) == len(ix.old))) {
-		return // nothing new, nothing gone
+	if ix == nil {
+		return
 	}
-	files := ix.cur
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.out == nil {
+		if keepOld || len(ix.hits) == len(ix.old) {
+			return // nothing new, nothing gone
+		}
+		ix.out = createIndex(ix.path)
+	}
+	for _, p := range sortedKeys(ix.hits) {
+		if !ix.fresh[p] {
+			ix.out.entry(p, ix.hits[p], len(ix.hits[p].Calls), func(i int) indexCall { return ix.hits[p].Calls[i] })
+		}
+	}
 	if keepOld {
-		files = make(map[string]*indexEntry, len(ix.old)+len(ix.cur))
-		for k, v := range ix.old {
-			files[k] = v
-		}
-		for k, v := range ix.cur {
-			files[k] = v
+		for _, p := range sortedKeys(ix.old) {
+			if e := ix.old[p]; ix.hits[p] == nil && !ix.fresh[p] {
+				ix.out.entry(p, e, len(e.Calls), func(i int) indexCall { return e.Calls[i] })
+			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(ix.path), 0o700); err != nil {
+	ix.out.commit(ix.path)
+	ix.out = nil
+	removeStaleTemps(filepath.Dir(ix.path))
+}
+
+// discard drops the new index of a scan that did not complete.
+func (ix *index) discard() {
+	if ix == nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(ix.path), ".index-*")
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.out.abort()
+	ix.out = nil
+}
+
+func sortedKeys(m map[string]*indexEntry) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// removeStaleTemps removes what scans killed before they could remove
+// their new index left (an hour old: no scan still writes it).
+func removeStaleTemps(dir string) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	err = gob.NewEncoder(w).Encode(indexFile{Version: indexVersion, Files: files})
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), ix.path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	for _, de := range entries {
+		if !strings.HasPrefix(de.Name(), indexTempPrefix) {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
+			os.Remove(filepath.Join(dir, de.Name()))
+		}
 	}
 }

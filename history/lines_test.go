@@ -2,8 +2,11 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/fnv"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -140,8 +143,29 @@ func FuzzReadLine(f *testing.F) {
 			if strIs(li.typ, "assistant") != (strValue(li.typ) == "assistant") || strEmpty(li.msgID) != (strValue(li.msgID) == "") {
 				t.Fatalf("strIs or strEmpty differ from strValue on %s, %s", li.typ, li.msgID)
 			}
+			// Reading the head first and then the rest is reading the line,
+			// the type read in the head is the line's (the CLI writes no key
+			// twice), and a prefix of a line tells the same type or nothing.
+			var head lineInfo
+			from, typed := scanHead(l, &head)
+			headType := head.typ
+			errWhole, errRest := scanLine(l, &li, false), scanLineFrom(l, &head, from, false)
+			if (errWhole == nil) != (errRest == nil) || errWhole == nil && !reflect.DeepEqual(li, head) {
+				t.Fatalf("scanHead (from %d) and scanLineFrom = %+v, %v; scanLine = %+v, %v", from, head, errRest, li, errWhole)
+			}
+			if typed && errWhole == nil && bytes.Count(l, []byte(`"type"`)) == 1 && !bytes.Equal(headType, li.typ) {
+				t.Fatalf("scanHead's type %s, scanLine's %s", headType, li.typ)
+			}
+			var part lineInfo
+			if _, ptyped := scanHead(l[:len(l)/2], &part); ptyped && (!typed || !bytes.Equal(part.typ, headType)) {
+				t.Fatalf("scanHead of a prefix: type %s, of the line %s (%v)", part.typ, headType, typed)
+			}
+			_ = scanLine(l, &li, true)
+			// The usage read with the line is parseUsage's of its raw object.
 			var u Usage
-			_ = parseUsage(li.usage, &u)
+			if err := parseUsage(li.usage, &u); li.usage != nil && ((err != nil) != li.usageBad || err == nil && u != li.u) {
+				t.Fatalf("usage read with the line %+v (bad %v), parseUsage: %+v, %v", li.u, li.usageBad, u, err)
+			}
 			_, _ = promptText(li.content)
 			_, _ = ParseEntry(l)
 		}
@@ -185,5 +209,103 @@ func TestRawCallKey(t *testing.T) {
 		if got, want := s.rawCallKey([]byte(c.msg), []byte(c.req)), callKey(c.dm, c.dr); got != want {
 			t.Errorf("rawCallKey(%s, %s) = %x, want callKey(%q, %q) = %x", c.msg, c.req, got, c.dm, c.dr, want)
 		}
+		// The keys are hash/fnv's FNV-1a 128, as indexes of earlier
+		// versions stored them.
+		h := fnv.New128a()
+		h.Write([]byte(c.dm + "\x00" + c.dr))
+		sum := h.Sum(nil)
+		if got, want := callKey(c.dm, c.dr), [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}; got != want {
+			t.Errorf("callKey(%q, %q) = %x, hash/fnv gives %x", c.dm, c.dr, got, want)
+		}
 	}
+}
+
+// FuzzLinePrefix reads input in pieces of any size with NextPrefix, taking
+// long lines whole (Rest) or reading past them (SkipRest) in turn: the lines
+// taken are those Next returns, and the counts are the same.
+func FuzzLinePrefix(f *testing.F) {
+	f.Add([]byte("a\nbbbbbbbb\ncc\n"), 4, 3, uint8(1))
+	f.Add([]byte(strings.Repeat("x", 40)+"\n"+strings.Repeat("y", 10)), 16, 5, uint8(2))
+	f.Add([]byte("{\"type\":\"user\",\"a\":\"xxxxxxxxxxxx\"}\r\n\n\n{\"t"), 64, 8, uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, max, limit int, pattern uint8) {
+		const skipped = "\x00skipped"
+		max = 1 + int(uint(max)%200)
+		limit = int(uint(limit) % 100)
+		want, wantStats := readLines(t, NewLineReader(bytes.NewReader(data), max))
+		lr := NewLineReader(&chunkReader{data: data, n: 1 + int(pattern%7)}, max)
+		var got []string
+		for i := 0; ; i++ {
+			line, whole, err := lr.NextPrefix(limit)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !whole && len(line) < min(limit, max+1) {
+				t.Fatalf("a prefix of %d bytes under the limit %d", len(line), limit)
+			}
+			switch {
+			case whole:
+				got = append(got, string(line))
+			case pattern>>(i%8)&1 == 1:
+				lines := lr.Stats.Lines
+				if err := lr.SkipRest(); err != nil {
+					t.Fatal(err)
+				}
+				if lr.Stats.Lines > lines {
+					got = append(got, skipped) // else oversized or torn
+				}
+			default:
+				rest, ok, err := lr.Rest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					got = append(got, string(rest))
+				}
+			}
+		}
+		if lr.Stats != wantStats {
+			t.Fatalf("stats %+v, Next's %+v", lr.Stats, wantStats)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d lines, Next returned %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] && got[i] != skipped {
+				t.Fatalf("line %d = %q, Next's %q", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+func readLines(t *testing.T, lr *LineReader) ([]string, ReadStats) {
+	t.Helper()
+	var out []string
+	for {
+		l, err := lr.Next()
+		if err == io.EOF {
+			return out, lr.Stats
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(l))
+	}
+}
+
+// chunkReader returns at most n bytes per Read.
+type chunkReader struct {
+	data []byte
+	n    int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.data)
+	c.data = c.data[k:]
+	return k, nil
 }

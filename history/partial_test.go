@@ -152,3 +152,54 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(ls, "\n")
 }
+
+// TestUsageScanOfLongLines: tool results longer than the line reader's
+// buffer are read past, and assistant lines longer than it are read whole,
+// their head (cwd, session) kept right when the buffer moves under them.
+func TestUsageScanOfLongLines(t *testing.T) {
+	cfg := t.TempDir()
+	proj := filepath.Join(cfg, "projects", "-home-me-long")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	user := func(uuid string, size int) string {
+		return fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,"cwd":"/home/me/long","sessionId":"s1","type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":%q}]},"uuid":%q,"timestamp":"2026-11-20T10:00:00Z"}`,
+			strings.Repeat("u", size), uuid)
+	}
+	// The CLI's order: message before type.
+	asst := func(uuid, msgID, reqID string, out int64, size int) string {
+		cwd := "/home/me/long"
+		if size < 100 {
+			cwd = "/home/me/elsewhere" // the project is the first line's
+		}
+		return fmt.Sprintf(`{"parentUuid":null,"isSidechain":false,"cwd":%q,"sessionId":"s1","message":{"id":%q,"model":"claude-sonnet-4-5-20250929","role":"assistant","content":[{"type":"text","text":%q}],"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}},"requestId":%q,"type":"assistant","uuid":%q,"timestamp":"2026-11-20T10:00:01Z"}`,
+			cwd, msgID, strings.Repeat("a", size), out, reqID, uuid)
+	}
+	// The first line's size puts the long assistant line at several places
+	// of the buffer.
+	for _, first := range []int{10, 100 << 10, 300 << 10, 700 << 10} {
+		lines := []string{
+			user("u1", first),
+			asst("a1", "msg_1", "req_1", 5, 900<<10), // crosses the buffer's end
+			asst("a2", "msg_1", "req_1", 50, 10),
+			user("u2", 3<<20),                      // longer than the buffer
+			asst("a3", "msg_2", "req_2", 7, 5<<19), // grows it
+			user("u3", 10),
+		}
+		if err := os.WriteFile(filepath.Join(proj, "s1.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Scan(context.Background(), cfg, ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := c.Sessions()
+		if len(s) != 1 {
+			t.Fatalf("%d sessions, want 1", len(s))
+		}
+		if got := *s[0]; got.Project != "/home/me/long" || got.OutputTokens != 57 || got.APICalls != 2 || got.Stats.Lines != 6 {
+			t.Errorf("first line of %d bytes: project %q, %d calls, %d output tokens, %d lines; want /home/me/long, 2, 57, 6",
+				first, got.Project, got.APICalls, got.OutputTokens, got.Stats.Lines)
+		}
+	}
+}

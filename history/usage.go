@@ -3,20 +3,19 @@ package history
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -174,17 +173,35 @@ type fileScan struct {
 // 128-bit FNV-1a over both, the same in every process (the index of
 // per-file summaries stores keys).
 func callKey(msgID, reqID string) [2]uint64 {
-	return sumKey(fnv.New128a(), []byte(msgID), []byte(reqID))
+	return sumKey([]byte(msgID), []byte(reqID))
 }
 
-func sumKey(h hash.Hash, msgID, reqID []byte) [2]uint64 {
-	h.Reset()
-	h.Write(msgID)
-	h.Write([]byte{0})
-	h.Write(reqID)
-	var sum [16]byte
-	h.Sum(sum[:0])
-	return [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}
+// FNV-1a 128 (hash/fnv's New128a), inlined: through hash.Hash a key cost
+// 500 ns, most of it the interface and its allocations.
+const (
+	fnvOffsetHigh = 0x6c62272e07bb0142
+	fnvOffsetLow  = 0x62b821756295c58d
+	fnvPrimeLow   = 0x13b // the prime is 2^88 + 0x13b
+	fnvPrimeShift = 24
+)
+
+// sumKey is FNV-1a 128 of msgID, a zero byte and reqID, as the little-endian
+// halves of its big-endian sum.
+func sumKey(msgID, reqID []byte) [2]uint64 {
+	hi, lo := uint64(fnvOffsetHigh), uint64(fnvOffsetLow)
+	step := func(c byte) {
+		lo ^= uint64(c)
+		h, l := bits.Mul64(fnvPrimeLow, lo)
+		hi, lo = h+lo<<fnvPrimeShift+fnvPrimeLow*hi, l
+	}
+	for _, c := range msgID {
+		step(c)
+	}
+	step(0)
+	for _, c := range reqID {
+		step(c)
+	}
+	return [2]uint64{bits.ReverseBytes64(hi), bits.ReverseBytes64(lo)}
 }
 
 // rawCallKey is callKey of two raw JSON strings (see lineInfo).
@@ -194,7 +211,7 @@ func (s *scanner) rawCallKey(msgID, reqID []byte) [2]uint64 {
 	if !ok1 || !ok2 {
 		m, r = []byte(strValue(msgID)), []byte(strValue(reqID))
 	}
-	return sumKey(s.hash, m, r)
+	return sumKey(m, r)
 }
 
 // internModel returns the model a raw JSON string names, one string per
@@ -256,14 +273,119 @@ func hasUsageKey(line []byte) bool {
 
 // scanner holds per-worker buffers.
 type scanner struct {
-	hash    hash.Hash
 	lr      *LineReader
 	li      lineInfo
+	from    int // where parse goes on in a line whose head next read (see scanHead)
 	summary bool
+	seen    map[[2]uint64]int // see fileMaps
+	models  map[string]string
 }
 
+// usageLineLimit is how much of a line a usage scan buffers before it looks
+// at the line's type: longer lines that are not the model's (tool results,
+// several MB at times) are read past with the buffer at its usual size.
+const usageLineLimit = readBuf / 2
+
+// usageKeepBuf is the largest buffer a usage scan keeps after a long line.
+const usageKeepBuf = 4 << 20
+
 func newScanner(summary bool) *scanner {
-	return &scanner{hash: fnv.New128a(), lr: NewLineReader(nil, 0), summary: summary}
+	s := &scanner{lr: NewLineReader(nil, 0), summary: summary}
+	if !summary {
+		// The rare assistant line of several MB does not pin memory.
+		s.lr.keep = usageKeepBuf
+	}
+	return s
+}
+
+// fileMaps returns the scanner's per-file maps, empty: the calls seen in the
+// file (key → index in fs.calls) and its models. They are kept from file to
+// file unless one grew large.
+func (s *scanner) fileMaps() (seen map[[2]uint64]int, models map[string]string) {
+	if s.seen == nil || len(s.seen) > 4096 {
+		s.seen = make(map[[2]uint64]int)
+	}
+	if s.models == nil || len(s.models) > 64 {
+		s.models = make(map[string]string)
+	}
+	clear(s.seen)
+	clear(s.models)
+	return s.seen, s.models
+}
+
+// callsPool holds slices of calls merged already, for the scans of other
+// files: a file's calls are a result until merged, then garbage.
+var callsPool sync.Pool
+
+func getCalls() []call {
+	if p, ok := callsPool.Get().(*[]call); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// putCalls gives back the calls of a merged file (no longer used by it).
+func putCalls(c []call) {
+	if cap(c) > 0 {
+		callsPool.Put(&c)
+	}
+}
+
+// next returns the next line the scan reads whole (ok false for a line
+// skipped). A usage scan needs only the model's lines, which hold the API
+// calls: the others, named by the "type" in their head (scanHead), are read
+// past (their bytes only searched for the newline), short ones after a look
+// for the compaction boundary (a system line) or the interrupt marker (a
+// user line) that flag a session.
+func (s *scanner) next(fs *fileScan) (line []byte, ok bool, err error) {
+	if s.summary {
+		line, err = s.lr.Next()
+		return line, err == nil, err
+	}
+	line, whole, err := s.lr.NextPrefix(usageLineLimit)
+	if err != nil {
+		return nil, false, err
+	}
+	from, typed := scanHead(line, &s.li)
+	if typ := s.li.typ; typed && !strIs(typ, "assistant") {
+		if !whole {
+			return nil, false, s.lr.SkipRest()
+		}
+		switch {
+		case len(line) >= 8<<10:
+		case strIs(typ, "system"):
+			if bytes.Contains(line, compactKey) {
+				fs.compacted++
+			}
+		case strIs(typ, "user"):
+			if bytes.Contains(line, interruptKey) {
+				fs.interrupted++
+			}
+		}
+		return nil, false, nil
+	}
+	s.from = from // parse goes on from the head read
+	if whole {
+		return line, true, nil
+	}
+	line, ok, err = s.lr.Rest()
+	if ok {
+		// The buffer may have moved under the fields the head points to.
+		s.from, _ = scanHead(line, &s.li)
+	}
+	return line, ok, err
+}
+
+// markers counts compaction boundaries and interrupt markers, which make
+// the transcript differ from the bill (flags). They are short lines.
+func (s *scanner) markers(fs *fileScan, line []byte) {
+	if len(line) < 8<<10 {
+		if bytes.Contains(line, compactKey) {
+			fs.compacted++
+		} else if bytes.Contains(line, interruptKey) {
+			fs.interrupted++
+		}
+	}
 }
 
 // scanFile reads one transcript and collects its API calls (deduplicated
@@ -275,40 +397,24 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	}
 	defer f.Close()
 	s.lr.Reset(f)
-	seen := make(map[[2]uint64]int) // call key → index in fs.calls
-	models := make(map[string]string)
+	seen, models := s.fileMaps()
+	fs.calls = getCalls()
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line, err := s.lr.Next()
+		line, ok, err := s.next(fs)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", fs.path, err)
 		}
-		hasUsage := hasUsageKey(line)
-		if !s.summary && !hasUsage {
-			// Compaction boundaries and interrupt markers are short lines;
-			// they make the transcript differ from the bill (flags).
-			if len(line) < 8<<10 {
-				if bytes.Contains(line, compactKey) {
-					fs.compacted++
-				} else if bytes.Contains(line, interruptKey) {
-					fs.interrupted++
-				}
-			}
-			continue
-		}
-		if s.summary && !hasUsage && len(line) > 4096 && !bytes.Contains(line, userTypeKey) && !bytes.Contains(line, compactKey) {
-			// Large lines without usage and not user entries carry nothing a
-			// summary needs but a timestamp; skip the parse.
+		if !ok {
 			continue
 		}
 		li := &s.li
-		if err := scanLine(line, li, s.summary); err != nil {
-			fs.stats.Malformed++
+		if !s.parse(fs, line) {
 			continue
 		}
 		var ts time.Time
@@ -337,6 +443,39 @@ func (s *scanner) scanFile(ctx context.Context, fs *fileScan) error {
 	return nil
 }
 
+// parse reads line into s.li; false when the scan has nothing more to do
+// with it. A usage scan looks at lines without `"usage"` only for markers
+// (and does not count them malformed); it parses first, since nearly every
+// line it is given holds usage, and searches for the key only when the
+// parse found none.
+func (s *scanner) parse(fs *fileScan, line []byte) bool {
+	if s.summary {
+		if len(line) > 4096 && !hasUsageKey(line) && !bytes.Contains(line, userTypeKey) && !bytes.Contains(line, compactKey) {
+			// Large lines without usage and not user entries carry nothing a
+			// summary needs but a timestamp; skip the parse.
+			return false
+		}
+		if scanLine(line, &s.li, true) != nil {
+			fs.stats.Malformed++
+			return false
+		}
+		return true
+	}
+	err := scanLineFrom(line, &s.li, s.from, false)
+	if err == nil && s.li.usage != nil {
+		return true // message.usage is spelled `"usage"`
+	}
+	if !hasUsageKey(line) {
+		s.markers(fs, line)
+		return false
+	}
+	if err != nil {
+		fs.stats.Malformed++
+		return false
+	}
+	return true
+}
+
 // addCall records the API response of an assistant line, once per
 // (message id, request id) within the file.
 func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]uint64]int, models map[string]string) {
@@ -350,11 +489,11 @@ func (s *scanner) addCall(fs *fileScan, li *lineInfo, ts time.Time, seen map[[2]
 	} else {
 		key = s.rawCallKey(li.msgID, li.requestID)
 	}
-	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent}
-	if err := parseUsage(li.usage, &c.usage); err != nil {
+	if li.usageBad {
 		fs.stats.Malformed++
 		return
 	}
+	c := call{key: key, ts: ts, sidechain: li.isSidechain || fs.agent, usage: li.u}
 	if i, dup := seen[key]; dup {
 		// Older CLIs write the running count of message_start on the
 		// earlier lines of a response and the final count on its last
@@ -528,6 +667,7 @@ type scanTarget struct {
 	forkLike bool
 	info     fs.FileInfo // for the index; nil when the file cannot be read
 	cached   *indexEntry
+	read     bool // scanned to its end (its entry goes to the index)
 }
 
 // orderTargets puts files in owner order (see scanOrdered), from the index
@@ -592,7 +732,8 @@ const scanWindow = 64
 // (and begins with a "mode" line), is merged after its parent. At most
 // scanWindow results per worker wait for merging (a result is its calls,
 // about a hundred bytes each), so memory does not grow with the number of
-// files, and one large file does not stop the other workers.
+// files, and one large file does not stop the other workers. The entry of
+// each file read goes to the index (ix) as it is merged, in the same order.
 func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *index, merge func(*fileScan)) error {
 	order, err := orderTargets(ctx, targets, summary, ix)
 	if err != nil {
@@ -618,9 +759,7 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 					continue
 				}
 				err := s.scanFile(ctx, fs)
-				if err == nil {
-					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
-				}
+				t.read = err == nil
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
@@ -656,7 +795,13 @@ func scanOrdered(ctx context.Context, targets []*fileScan, summary bool, ix *ind
 		for i := range order {
 			select {
 			case fs := <-done[i]:
+				if t := &order[i]; t.read {
+					ix.store(fs.path, t.info, t.start, t.forkLike, summary, fs)
+				}
+				calls := fs.calls
 				merge(fs)
+				fs.calls = nil
+				putCalls(calls)
 				<-window
 			case <-ctx.Done():
 				return ctx.Err()

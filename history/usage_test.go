@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -187,5 +188,59 @@ func TestScanFilters(t *testing.T) {
 	}
 	if tot := c.Total(); tot.APICalls != 6 {
 		t.Errorf("--until: %+v", tot)
+	}
+}
+
+// TestUsageByDayIsDeterministic: a day's cost sums the session's 15-minute
+// buckets in time order, not in map order (floats differ in their last
+// digits with the order).
+func TestUsageByDayIsDeterministic(t *testing.T) {
+	s := &SessionSummary{ID: sidA, byBucket: map[int64]*Totals{}}
+	s.APICalls = 1
+	day := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC).Unix() / bucketSpan
+	for i := range int64(60) {
+		s.byBucket[day+i] = &Totals{CostUSD: 0.1 / float64(i+3), APICalls: 1}
+	}
+	c := &Corpus{sessions: []*SessionSummary{s}}
+	want := c.UsageBy(ByDay, time.UTC)
+	if len(want) != 1 || want[0].APICalls != 60 {
+		t.Fatalf("rows = %+v, want one day of 60 calls", want)
+	}
+	for range 50 {
+		if got := c.UsageBy(ByDay, time.UTC); got[0].CostUSD != want[0].CostUSD {
+			t.Fatalf("cost %v, then %v", want[0].CostUSD, got[0].CostUSD)
+		}
+	}
+}
+
+// TestUsageScanAgreesWithSummaryScan: the usage scan, which reads past the
+// lines that are not the model's, finds the calls, totals and flags the
+// summary scan (every line parsed) finds, on every session of testdata and
+// of the corpus of real shapes; only malformed lines without calls go unseen
+// (as before the scan read past them).
+func TestUsageScanAgreesWithSummaryScan(t *testing.T) {
+	for _, dir := range []string{"testdata", corpusDir} {
+		t.Run(dir, func(t *testing.T) { usageAgreesWithSummary(t, dir) })
+	}
+}
+
+func usageAgreesWithSummary(t *testing.T, dir string) {
+	rows := map[bool][]UsageRow{}
+	for _, summary := range []bool{true, false} {
+		c, err := Scan(context.Background(), dir, ScanOptions{Summary: summary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[summary] = c.UsageBy(BySession, time.UTC)
+		for i := range rows[summary] {
+			r := &rows[summary][i]
+			r.Flags = slices.DeleteFunc(slices.Clone(r.Flags), func(f string) bool { return f == FlagMalformed })
+			if len(r.Flags) == 0 {
+				r.Flags = nil
+			}
+		}
+	}
+	if len(rows[true]) == 0 || !reflect.DeepEqual(rows[true], rows[false]) {
+		t.Errorf("usage scan:\n%+v\nsummary scan:\n%+v", rows[false], rows[true])
 	}
 }
