@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -22,34 +23,58 @@ import (
 func killMarked(marker string, pid int, born time.Time) int {
 	needle := []byte("\x00" + marker + "\x00")
 	self := os.Getpid()
-	total := 0
+	killed := map[int]bool{} // a killed process may linger a moment: count it once
 	for range 3 {
 		n := 0
-		w := newPidWindow(pid, born)
-		dir, err := os.ReadDir("/proc")
-		if err != nil {
-			return total
-		}
-		for _, e := range dir {
-			p, err := strconv.Atoi(e.Name())
-			if err != nil || p == self || !w.contains(p) {
+		for _, p := range newPidWindow(pid, born).pids() {
+			if p == self || killed[p] {
 				continue
 			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			env, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/environ")
 			if err != nil || len(env) == 0 {
 				continue
 			}
 			env = append(append([]byte{0}, env...), 0)
 			if bytes.Contains(env, needle) && syscall.Kill(p, syscall.SIGKILL) == nil {
+				killed[p] = true
 				n++
 			}
 		}
-		total += n
 		if n == 0 {
 			break
 		}
 	}
-	return total
+	return len(killed)
+}
+
+// probeMax is the widest window whose pids are tried one by one; a wider
+// one (or every pid) is read from /proc's listing.
+const probeMax = 1024
+
+// pids lists the pids that may be in the window: each of a narrow window
+// (most are gone: a failed open is cheaper than listing /proc), else the
+// running processes that fall in it.
+func (w pidWindow) pids() []int {
+	if !w.all && w.max > 0 {
+		if size := (w.to - w.from + w.max) % w.max; size <= probeMax {
+			out := make([]int, 0, size)
+			for i := 1; i <= size; i++ {
+				out = append(out, (w.from+i-1)%w.max+1)
+			}
+			return out
+		}
+	}
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range dir {
+		if p, err := strconv.Atoi(e.Name()); err == nil && w.contains(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // pidWindow is the pids the kernel allocated after a process's own: its
@@ -62,6 +87,7 @@ func killMarked(marker string, pid int, born time.Time) int {
 type pidWindow struct {
 	all      bool
 	from, to int
+	max      int // pid_max: pids wrap to 1 after max-1
 }
 
 // maxForkRate bounds the forks a second a machine sustains, to decide
@@ -70,14 +96,17 @@ type pidWindow struct {
 const maxForkRate = 5000
 
 func newPidWindow(pid int, born time.Time) pidWindow {
-	pidMax, err1 := readProcInt("/proc/sys/kernel/pid_max")
+	pidMax, err1 := pidMax()
 	last, err2 := readProcInt("/proc/sys/kernel/ns_last_pid")
-	if err1 != nil || err2 != nil || pid <= 0 || born.IsZero() ||
+	if err1 != nil || err2 != nil || pid <= 0 || born.IsZero() || pid >= pidMax || last >= pidMax ||
 		time.Since(born) >= time.Duration(pidMax/maxForkRate)*time.Second {
 		return pidWindow{all: true}
 	}
-	return pidWindow{from: pid, to: last}
+	return pidWindow{from: pid, to: last, max: pidMax}
 }
+
+// pidMax reads /proc/sys/kernel/pid_max once: it is set at boot.
+var pidMax = sync.OnceValues(func() (int, error) { return readProcInt("/proc/sys/kernel/pid_max") })
 
 // contains says whether p may have been allocated after from.
 func (w pidWindow) contains(p int) bool {

@@ -4,6 +4,7 @@ package claude
 
 import (
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -98,6 +99,18 @@ func TestPidWindow(t *testing.T) {
 	} {
 		if got := tc.w.contains(tc.pid); got != tc.want {
 			t.Errorf("%+v contains %d = %v, want %v", tc.w, tc.pid, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		w    pidWindow
+		want []int
+	}{
+		{pidWindow{from: 100, to: 103, max: 32768}, []int{101, 102, 103}},
+		{pidWindow{from: 100, to: 100, max: 32768}, []int{}},
+		{pidWindow{from: 32765, to: 2, max: 32768}, []int{32766, 32767, 32768, 1, 2}}, // 32768 is never a pid: a failed open
+	} {
+		if got := tc.w.pids(); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v pids %v, want %v", tc.w, got, tc.want)
 		}
 	}
 	if w := newPidWindow(1, time.Now().Add(-time.Hour*24*365)); !w.all {
