@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -289,19 +290,15 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, err
 	}
 }
 
-// turnEvents reads the user_message at msgSeq and the events after
-// max(msgSeq, prevResult) through result.
+// turnEvents reads the log from the user_message at msgSeq through result
+// once, leaving out what came between them up to prevResult (the end of
+// the turn that ran when the message came).
 func (e *entry) turnEvents(msgSeq, prevResult, result int64) ([]eventlog.Event, error) {
-	msg, err := e.log.Read(msgSeq-1, 1)
+	evs, err := e.log.Read(msgSeq-1, int(result-msgSeq+1))
 	if err != nil {
 		return nil, err
 	}
-	from := max(msgSeq, prevResult)
-	rest, err := e.log.Read(from, int(result-from))
-	if err != nil {
-		return nil, err
-	}
-	return append(msg, rest...), nil
+	return slices.DeleteFunc(evs, func(ev eventlog.Event) bool { return ev.Seq > msgSeq && ev.Seq <= prevResult }), nil
 }
 
 // current returns the open session, or nil.
