@@ -152,6 +152,7 @@ func (m *Manager) output(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
+	m.spawned.Add(1)
 	cmd := exec.CommandContext(ctx, m.git(), r.args...)
 	cmd.Env = m.env(r.env)
 	cmd.Stdin = r.stdin

@@ -5,8 +5,11 @@
 //
 // Commands that change a repository (worktree add/remove, add, commit) and
 // status go through the git CLI: go-git v5 cannot create linked worktrees and
-// is much slower than git on big trees. Refs are read with go-git, with the
-// git CLI as the fallback for anything go-git cannot answer.
+// is much slower than git on big trees. Refs are read from their files or
+// with go-git, with the git CLI as the fallback for anything they cannot
+// answer. Reusing a worktree (move it, create its branch, point HEAD at it)
+// writes the few files git would write, git's way (reffiles.go), when the
+// repository keeps plain ref files; anything else goes to git.
 //
 // Nothing here discards uncommitted work. There is no `worktree remove
 // --force`, and a worktree with uncommitted changes (per git status,
@@ -30,6 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,6 +62,14 @@ type Manager struct {
 	// every PATH entry, and a run starts a few git commands per job.
 	gitOnce sync.Once
 	gitPath string
+
+	// spawned counts git processes started (tests check the paths that
+	// should start none).
+	spawned atomic.Int64
+
+	// refWriters holds a *fileRefs (nil: refs are git's to write) per
+	// common git dir.
+	refWriters sync.Map
 }
 
 // New returns a Manager that runs "git" from PATH.
@@ -712,7 +724,7 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.output(ctx, "-C", o.Repo, "worktree", "move", "--", o.From, to)
+	err = m.move(ctx, o.Repo, o.From, to)
 	unlock()
 	if err != nil {
 		return err
@@ -720,24 +732,8 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	if same {
 		// A new branch at HEAD's commit, then HEAD onto it: the index and
 		// the files stay as they are (a checkout would rehash every file
-		// of a fresh one). The zero old value makes update-ref refuse a
-		// branch that exists.
-		ref := "refs/heads/" + o.Branch
-		if _, err := m.output(ctx, "-C", to, "update-ref", "-m", "branch: Created from "+sha, ref, sha, ""); err != nil {
-			if m.refExists(ctx, to, ref) {
-				return &ExistsError{Kind: "branch", Name: o.Branch}
-			}
-			return err
-		}
-		if _, err := m.output(ctx, "-C", to, "symbolic-ref", "HEAD", ref); err != nil {
-			// Best effort, as in create: the symbolic-ref error is the one
-			// to report.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			_, _ = m.output(cctx, "-C", to, "update-ref", "-d", ref, sha)
-			cancel()
-			return err
-		}
-		return nil
+		// of a fresh one).
+		return m.branchHere(ctx, o.Repo, to, o.Branch, sha)
 	}
 	// -f: the tree was clean, so nothing is lost; only changed files are written.
 	if _, err := m.output(ctx, "-C", to, "checkout", "--quiet", "-f", "--no-recurse-submodules", "-B", o.Branch, sha); err != nil {
@@ -782,7 +778,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if err != nil {
 		return err
 	}
-	if _, err := m.output(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
+	if err := m.detach(ctx, repo, path, head); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
@@ -796,7 +792,77 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if err != nil {
 		return err
 	}
-	_, err = m.output(ctx, "-C", repo, "worktree", "move", "--", path, to)
+	err = m.move(ctx, repo, path, to)
 	unlock()
 	return err
+}
+
+// move moves the linked worktree at from to to, as `git worktree move`
+// does; the caller holds the repository's lock.
+func (m *Manager) move(ctx context.Context, repo, from, to string) error {
+	if fr := m.fileRefs(ctx, repo); fr != nil {
+		if _, err := fr.moveLinked(from, to); !errors.Is(err, errNotPlain) {
+			return err
+		}
+	}
+	_, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to)
+	return err
+}
+
+// detach points the HEAD of repo's worktree at dir at its commit head
+// instead of its branch, as `git update-ref --no-deref HEAD` does.
+func (m *Manager) detach(ctx context.Context, repo, dir, head string) error {
+	const msg = "pneuma: retired"
+	if fr := m.fileRefs(ctx, repo); fr != nil && fullSHA(head) {
+		admin, err := fr.adminDir(dir)
+		if err == nil {
+			err = fr.setHEAD(admin, head, head, head, msg)
+		}
+		if !errors.Is(err, errNotPlain) {
+			return err
+		}
+	}
+	_, err := m.output(ctx, "-C", dir, "update-ref", "--no-deref", "-m", msg, "HEAD", head)
+	return err
+}
+
+// branchHere creates branch at sha, the commit repo's worktree at dir has
+// checked out, and points its HEAD at it, as `git update-ref` (the zero old
+// value refuses a branch that exists) and `git symbolic-ref HEAD` do. An
+// existing branch is an *ExistsError. No file of the worktree is read.
+func (m *Manager) branchHere(ctx context.Context, repo, dir, branch, sha string) error {
+	ref := "refs/heads/" + branch
+	msg := "branch: Created from " + sha
+	fr := m.fileRefs(ctx, repo)
+	err := errNotPlain
+	if fr != nil {
+		err = fr.createBranch(branch, sha, msg)
+	}
+	if errors.Is(err, errNotPlain) {
+		_, err = m.output(ctx, "-C", dir, "update-ref", "-m", msg, ref, sha, "")
+		if err != nil && m.refExists(ctx, dir, ref) {
+			err = &ExistsError{Kind: "branch", Name: branch}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	err = errNotPlain
+	if fr != nil {
+		var admin string
+		if admin, err = fr.adminDir(dir); err == nil {
+			err = fr.setHEAD(admin, "ref: "+ref, sha, sha, "")
+		}
+	}
+	if errors.Is(err, errNotPlain) {
+		_, err = m.output(ctx, "-C", dir, "symbolic-ref", "HEAD", ref)
+	}
+	if err != nil {
+		// Best effort, as in create: the HEAD error is the one to report.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_, _ = m.output(cctx, "-C", dir, "update-ref", "-d", ref, sha)
+		cancel()
+		return err
+	}
+	return nil
 }
