@@ -120,7 +120,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("shard", "", "run one shard of the plan, i/n (1-based; default: detected from CI)")
 	f.StringSlice("only", nil, "run only these jobs (comma-separated names)")
 	f.Bool("dry-run", false, "print the plan (repos, branches, CLI argv) and run nothing")
-	f.String("resume", "", "resume the run with this id after a crash or Ctrl-C: keep finished jobs, continue the rest (the jobs file is optional)")
+	f.String("resume", "", "resume the run with this id after a crash, Ctrl-C or a usage limit: keep finished jobs, continue the rest (the jobs file is optional)")
 	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
 	f.String("fallback-model", "", "model the CLI falls back to when the job's model is overloaded (for jobs without fallback_model)")

@@ -232,17 +232,21 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 }
 
 // reopen returns a resumed job's state: a job the run stopped short of
-// finishing (Ctrl-C, fail-fast) is continued like one pneuma was killed
-// in. An interrupted job goes on in its worktree and session; a job skipped
-// because the run stopped starts afresh. Every other result stays.
+// finishing (Ctrl-C, fail-fast, an account usage limit) is continued like
+// one pneuma was killed in. An interrupted job, or one a usage limit stopped
+// (its reset was beyond limits.max_wait), goes on in its worktree and
+// session; a job skipped because the run stopped or the account's limit or
+// reserve was reached starts afresh. Every other result stays.
 func reopen(s *JobState) *JobState {
 	if s.State != StateFinished || s.Result == nil {
 		return s
 	}
-	stopped := s.Result.Reason == report.ReasonInterrupted || s.Result.Reason == report.ReasonFailFast
+	reason := s.Result.Reason
+	stopped := reason == report.ReasonInterrupted || reason == report.ReasonFailFast || reason == report.ReasonUsageLimit
 	c := *s
 	switch {
-	case s.Result.Status == report.StatusInterrupted:
+	case s.Result.Status == report.StatusInterrupted,
+		s.Result.Status == report.StatusFailed && reason == report.ReasonUsageLimit:
 		c.State, c.Result = StateRunning, nil
 	case s.Result.Status == report.StatusSkipped && stopped:
 		c.State, c.Result = StatePending, nil

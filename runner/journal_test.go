@@ -138,8 +138,8 @@ func TestJournalLogDamage(t *testing.T) {
 	}
 }
 
-// A resumed run continues the jobs an interrupt or fail-fast stopped, and
-// keeps every other result.
+// A resumed run continues the jobs an interrupt, fail-fast or a usage
+// limit stopped, and keeps every other result.
 func TestReopen(t *testing.T) {
 	done := func(status, reason string) *JobState {
 		return &JobState{Name: "j", State: StateFinished, SessionID: "sid", WorktreeCreated: true,
@@ -156,7 +156,9 @@ func TestReopen(t *testing.T) {
 		{"succeeded", done(report.StatusSucceeded, ""), StateFinished, true},
 		{"failed", done(report.StatusFailed, report.ReasonAPIError), StateFinished, true},
 		{"skipped for the budget", done(report.StatusSkipped, report.ReasonBudget), StateFinished, true},
-		{"skipped for a usage limit", done(report.StatusSkipped, report.ReasonUsageLimit), StateFinished, true},
+		{"skipped for a usage limit", done(report.StatusSkipped, report.ReasonUsageLimit), StatePending, false},
+		{"failed on a usage limit", done(report.StatusFailed, report.ReasonUsageLimit), StateRunning, false},
+		{"failed at max_budget", done(report.StatusFailed, report.ReasonMaxBudget), StateFinished, true},
 		{"interrupted", done(report.StatusInterrupted, report.ReasonInterrupted), StateRunning, false},
 		{"interrupted by fail-fast", done(report.StatusInterrupted, report.ReasonFailFast), StateRunning, false},
 		{"skipped by an interrupt", done(report.StatusSkipped, report.ReasonInterrupted), StatePending, false},

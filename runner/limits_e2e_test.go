@@ -120,7 +120,16 @@ func TestUsageLimitBeyondMaxWaitFailsAndHoldsTheRest(t *testing.T) {
 	b := newBed(t, subscription...)
 	repo := claudetest.GitRepo(t)
 	reset := time.Now().Add(2 * time.Hour)
-	b.jobs["TOKEN-LIM"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.UsageLimit(reset) }
+	var mu sync.Mutex
+	limited := true
+	b.jobs["TOKEN-LIM"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if limited {
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("done after the reset")
+	}
 	p := b.plan(repo, `version: 1
 concurrency: 1
 limits: {max_wait: 1h}
@@ -140,6 +149,30 @@ jobs:
 	}
 	if want := "not started: the account's usage limit is reached and it resets at "; !strings.HasPrefix(bj.Error, want) || !strings.HasSuffix(bj.Error, "beyond limits.max_wait (1h0m0s)") {
 		t.Errorf("b: error %q", bj.Error)
+	}
+
+	// After the reset, --resume continues the failed job in its session and
+	// starts the one that never ran.
+	mu.Lock()
+	limited = false
+	mu.Unlock()
+	jr, err := runner.ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr.Plan.Binary = b.bin
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	rep, err = runner.Resume(ctx, jr.Plan, jr, runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, bj = jobByName(t, rep, "a"), jobByName(t, rep, "b")
+	if rep.Status != report.RunSucceeded || a.Status != report.StatusSucceeded || bj.Status != report.StatusSucceeded {
+		t.Fatalf("resumed run %s: a %s/%s %q, b %s/%s %q", rep.Status, a.Status, a.Reason, a.Error, bj.Status, bj.Reason, bj.Error)
+	}
+	if len(a.Attempts) != 2 || a.Attempts[0].Reason != report.ReasonUsageLimit || a.Attempts[1].SessionID != a.Attempts[0].SessionID {
+		t.Errorf("a did not continue its session: %+v", a.Attempts)
 	}
 }
 
