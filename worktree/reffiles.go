@@ -281,6 +281,11 @@ func (fr *fileRefs) moveLinked(from, to string) (admin string, err error) {
 	if err != nil {
 		return "", err
 	}
+	// Both links absolute: the worktree's .git file, and the record's gitdir.
+	dotGit, err := os.ReadFile(filepath.Join(from, ".git"))
+	if err != nil || !strings.HasPrefix(string(dotGit), "gitdir: /") {
+		return "", errNotPlain
+	}
 	link, err := os.ReadFile(filepath.Join(admin, "gitdir"))
 	if err != nil || !sameLink(strings.TrimSpace(string(link)), filepath.Join(from, ".git")) {
 		return "", errNotPlain

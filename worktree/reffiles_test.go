@@ -192,6 +192,23 @@ func TestFileRefsLeaveToGit(t *testing.T) {
 		t.Errorf("the locked worktree moved: %v", err)
 	}
 	gitT(t, m, repo, "worktree", "unlock", cur)
+
+	// A relative .git link (git 2.48's worktree.useRelativePaths) would
+	// break if the directory moved to another depth: git's to move.
+	gd, err := gitDir(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cur, gd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cur, ".git", "gitdir: "+rel+"\n")
+	fr := m.fileRefs(ctx, repo)
+	if _, err := fr.moveLinked(cur, filepath.Join(wt, "deeper", "e")); !errors.Is(err, errNotPlain) {
+		t.Errorf("moveLinked with a relative link: %v, want errNotPlain", err)
+	}
+	writeFile(t, cur, ".git", "gitdir: "+gd+"\n")
 	if err := next("f", "job/f"); err != nil {
 		t.Fatal(err)
 	}
