@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -38,14 +39,20 @@ type fileRefs struct {
 	logAll bool
 	// now is the clock of reflog lines (tests pin it).
 	now func() time.Time
+
+	mu    sync.Mutex
+	stamp time.Time         // the records directory's time when links was read
+	links map[string]string // worktree record → the .git it names; nil: unknown
 }
 
 // fileRefs returns the writer for the repository at dir (any worktree of
-// it), or nil when its refs are not plain files or git would do more than
-// write them: a reftable, GIT_COMMITTER_DATE set, no identity, a shared
-// repository, symlink refs, a reference-transaction hook, a setting it
-// cannot read.
-// The answer is kept per common git dir: one `git var -l` per run.
+// it), or nil when its refs are not plain files in the common dir or git
+// would do more than write them: a reftable or another ref storage,
+// GIT_COMMITTER_DATE set, no identity, a shared repository, symlink refs,
+// relative worktree links, per-worktree settings, core.fsync, a
+// reference-transaction hook, a setting it cannot read. The answer is kept
+// per common git dir for the Manager's life (one `git var -l` per run): a
+// hook or setting added during a run is seen by the next one.
 func (m *Manager) fileRefs(ctx context.Context, dir string) *fileRefs {
 	common, err := m.commonDir(ctx, dir)
 	if err != nil {
@@ -63,7 +70,7 @@ func (m *Manager) fileRefs(ctx context.Context, dir string) *fileRefs {
 }
 
 func (m *Manager) newFileRefs(ctx context.Context, common string) *fileRefs {
-	if isReftable(common) || m.envSet("GIT_COMMITTER_DATE") {
+	if isReftable(common) || m.envSet("GIT_COMMITTER_DATE") || m.envSet("GIT_REFERENCE_BACKEND") {
 		return nil
 	}
 	out, err := m.output(ctx, "--git-dir="+common, "var", "-l")
@@ -89,13 +96,23 @@ func (m *Manager) newFileRefs(ctx context.Context, common string) *fileRefs {
 				return nil
 			}
 			fr.logAll = on
-		case "core.sharedrepository", "core.prefersymlinkrefs":
-			// Group permissions on every file, or HEAD as a symlink.
+		case "core.sharedrepository", "core.prefersymlinkrefs", "worktree.userelativepaths", "extensions.worktreeconfig":
+			// Group permissions on every file, HEAD as a symlink, relative
+			// worktree links, settings per worktree.
 			if on, ok := gitBool(value); on || !ok {
 				return nil
 			}
+		case "core.fsync", "core.fsyncmethod":
+			return nil // refs may have to reach the disk
+		case "extensions.refstorage":
+			if value != "files" {
+				return nil // a reftable, or refs kept somewhere else (git 2.54)
+			}
 		case "core.hookspath":
 			hooks = value
+		}
+		if strings.HasPrefix(key, "hook.") && strings.HasSuffix(key, ".event") && value == "reference-transaction" {
+			return nil // a hook configured by name (git 2.54)
 		}
 	}
 	// git runs a reference-transaction hook on every ref it writes.
@@ -151,18 +168,20 @@ func (fr *fileRefs) createBranch(branch, sha, msg string) error {
 	if checkRef(ref, false) != nil || !fullSHA(sha) {
 		return errNotPlain
 	}
-	if err := fr.packedConflict(ref); err != nil {
-		return err
-	}
 	file := filepath.Join(fr.common, filepath.FromSlash(ref))
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o777); err != nil {
 		return errNotPlain // a ref where a directory should be: git says which
 	}
 	return writeLocked(file, sha+"\n", func() error {
-		if _, err := os.Lstat(file); err == nil {
+		// Under the ref's lock, as git: a concurrent pack-refs cannot move
+		// the branch from its file to packed-refs in between.
+		if fi, err := os.Lstat(file); err == nil && fi.Mode().IsRegular() {
 			return &ExistsError{Kind: "branch", Name: branch}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return errNotPlain
+		} else if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return errNotPlain // a directory of refs, or unreadable: git decides
+		}
+		if err := fr.packedConflict(ref); err != nil {
+			return err
 		}
 		return fr.appendLog(filepath.Join(fr.common, "logs", filepath.FromSlash(ref)), zeroSHA, sha, msg)
 	})
@@ -215,11 +234,11 @@ func (fr *fileRefs) appendLog(file, old, new, msg string) error {
 	flags := os.O_WRONLY | os.O_APPEND
 	if fr.logAll {
 		flags |= os.O_CREATE
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(file), 0o777); err != nil {
 			return errNotPlain
 		}
 	}
-	f, err := os.OpenFile(file, flags, 0o644)
+	f, err := os.OpenFile(file, flags, 0o666)
 	if errors.Is(err, fs.ErrNotExist) && !fr.logAll {
 		return nil
 	}
@@ -249,7 +268,7 @@ func fullSHA(s string) bool { return len(s) == 40 && isHex(s) }
 // leaves file as it was), and the lock is renamed over file.
 func writeLocked(file, content string, check func() error) (err error) {
 	lock := file + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666) // the umask decides, as for git
 	if err != nil {
 		return errNotPlain
 	}
@@ -298,12 +317,16 @@ func (fr *fileRefs) moveLinked(from, to string) (admin string, err error) {
 	if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
 		return "", &ExistsError{Kind: "path", Name: to}
 	}
+	if fr.registered(to) {
+		return "", errNotPlain // a stale record of another worktree names it: git refuses
+	}
 	if err := os.Rename(from, to); err != nil {
 		return "", errNotPlain
 	}
 	real, err := filepath.EvalSymlinks(to)
+	record := filepath.Join(real, ".git")
 	if err == nil {
-		err = writeLocked(filepath.Join(admin, "gitdir"), filepath.Join(real, ".git")+"\n", func() error { return nil })
+		err = writeLocked(filepath.Join(admin, "gitdir"), record+"\n", func() error { return nil })
 	}
 	if err != nil {
 		if os.Rename(to, from) == nil {
@@ -311,7 +334,79 @@ func (fr *fileRefs) moveLinked(from, to string) (admin string, err error) {
 		}
 		return "", fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
+	fr.moved(filepath.Base(admin), record)
 	return admin, nil
+}
+
+// registered says whether a worktree record names dir (missing, since it
+// does not exist): git refuses to move a worktree there, and two records of
+// one path make the next prune drop one of them, perhaps the live one.
+// Reading every record costs ~10 µs each, so what they name is kept until
+// the records directory changes (a record added or removed); a move made
+// here updates it, one made by git drops it (forget).
+func (fr *fileRefs) registered(dir string) bool {
+	records := filepath.Join(fr.common, "worktrees")
+	fi, err := os.Stat(records)
+	if err != nil {
+		return true // unsure
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.links == nil || !fi.ModTime().Equal(fr.stamp) {
+		if err := fr.readRecords(records, fi.ModTime()); err != nil {
+			return true
+		}
+	}
+	want := filepath.Join(dir, ".git")
+	real := want
+	if r, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		real = filepath.Join(r, filepath.Base(dir), ".git")
+	}
+	for _, link := range fr.links {
+		if link == want || link == real {
+			return true
+		}
+	}
+	return false
+}
+
+// readRecords reads what each worktree record names; the caller holds mu.
+func (fr *fileRefs) readRecords(records string, mtime time.Time) error {
+	entries, err := os.ReadDir(records)
+	if err != nil {
+		return err
+	}
+	fr.links = make(map[string]string, len(entries))
+	for _, e := range entries {
+		link, err := os.ReadFile(filepath.Join(records, e.Name(), "gitdir"))
+		if err != nil {
+			continue // not a worktree record (or half made): git's prune decides
+		}
+		fr.links[e.Name()] = filepath.Clean(strings.TrimSpace(string(link)))
+	}
+	fr.stamp = mtime
+	if time.Since(mtime) < time.Second {
+		// A record added within the same clock tick would leave the
+		// directory's time as it is: read again next time.
+		fr.stamp = time.Time{}
+	}
+	return nil
+}
+
+// moved notes that record id now names link.
+func (fr *fileRefs) moved(id, link string) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	if fr.links != nil {
+		fr.links[id] = link
+	}
+}
+
+// forget drops what registered knows, after git moved a worktree.
+func (fr *fileRefs) forget() {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	fr.links = nil
 }
 
 // adminDir returns the git dir of the linked worktree at dir, which must be

@@ -183,6 +183,31 @@ func TestFileRefsLeaveToGit(t *testing.T) {
 	}
 	cur = filepath.Join(wt, "d")
 
+	// An empty directory where the branch goes: git removes it.
+	if err := os.MkdirAll(filepath.Join(repo, ".git", "refs", "heads", "job", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := next("dir", "job/dir"); err != nil {
+		t.Errorf("onto an empty directory of refs: %v", err)
+	}
+
+	// A stale record (its directory deleted, not pruned) names the
+	// destination: git refuses, and the live worktree keeps its record.
+	stale := filepath.Join(wt, "stale")
+	if err := m.Create(ctx, CreateOptions{Repo: repo, Path: stale, Branch: "job/stale", Base: base}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: cur, Path: stale, Branch: "job/onstale", Base: base, Untouched: true}); err == nil {
+		t.Error("a move onto a path a stale record names succeeded")
+	}
+	gitT(t, m, repo, "worktree", "prune")
+	if got := gitT(t, m, cur, "rev-parse", "--abbrev-ref", "HEAD"); got != "job/dir" {
+		t.Errorf("after prune the live worktree is on %q", got)
+	}
+
 	// A locked worktree is git's to refuse, and stays where it is.
 	gitT(t, m, repo, "worktree", "lock", cur)
 	if err := next("e", "job/e"); err == nil || !strings.Contains(err.Error(), "locked") {
@@ -246,6 +271,12 @@ func TestFileRefsOff(t *testing.T) {
 		{name: "symlink refs", config: "[core]\n\tpreferSymlinkRefs = true\n"},
 		{name: "relative hooks path", config: "[core]\n\thooksPath = .githooks\n"},
 		{name: "reference-transaction hook", hook: true},
+		{name: "hook by configuration", config: "[hook \"audit\"]\n\tevent = reference-transaction\n\tcommand = true\n"},
+		{name: "files ref storage", config: "[extensions]\n\trefStorage = files\n", on: true},
+		{name: "other ref storage", config: "[extensions]\n\trefStorage = reftable\n"},
+		{name: "relative worktree links", config: "[worktree]\n\tuseRelativePaths = true\n"},
+		{name: "settings per worktree", config: "[extensions]\n\tworktreeConfig = true\n"},
+		{name: "fsync", config: "[core]\n\tfsync = all\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -800,10 +800,12 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 // move moves the linked worktree at from to to, as `git worktree move`
 // does; the caller holds the repository's lock.
 func (m *Manager) move(ctx context.Context, repo, from, to string) error {
-	if fr := m.fileRefs(ctx, repo); fr != nil {
+	fr := m.fileRefs(ctx, repo)
+	if fr != nil {
 		if _, err := fr.moveLinked(from, to); !errors.Is(err, errNotPlain) {
 			return err
 		}
+		defer fr.forget()
 	}
 	_, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to)
 	return err
