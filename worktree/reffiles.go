@@ -341,9 +341,10 @@ func (fr *fileRefs) moveLinked(from, to string) (admin string, err error) {
 // registered says whether a worktree record names dir (missing, since it
 // does not exist): git refuses to move a worktree there, and two records of
 // one path make the next prune drop one of them, perhaps the live one.
-// Reading every record costs ~10 µs each, so what they name is kept until
-// the records directory changes (a record added or removed); a move made
-// here updates it, one made by git drops it (forget).
+// Reading a record costs ~10 µs, so what each names is kept: the records
+// are listed again when their directory changes (one added or removed) and
+// only new ones are read; a move made here updates them, one made by git
+// drops them all (forget).
 func (fr *fileRefs) registered(dir string) bool {
 	records := filepath.Join(fr.common, "worktrees")
 	fi, err := os.Stat(records)
@@ -370,20 +371,27 @@ func (fr *fileRefs) registered(dir string) bool {
 	return false
 }
 
-// readRecords reads what each worktree record names; the caller holds mu.
+// readRecords reads what each worktree record names: the records it has
+// not seen yet (git writes a record's gitdir when it adds or moves it, and
+// moves are noted or forgotten); the caller holds mu.
 func (fr *fileRefs) readRecords(records string, mtime time.Time) error {
 	entries, err := os.ReadDir(records)
 	if err != nil {
 		return err
 	}
-	fr.links = make(map[string]string, len(entries))
+	links := make(map[string]string, len(entries))
 	for _, e := range entries {
+		if link, ok := fr.links[e.Name()]; ok {
+			links[e.Name()] = link
+			continue
+		}
 		link, err := os.ReadFile(filepath.Join(records, e.Name(), "gitdir"))
 		if err != nil {
 			continue // not a worktree record (or half made): git's prune decides
 		}
-		fr.links[e.Name()] = filepath.Clean(strings.TrimSpace(string(link)))
+		links[e.Name()] = filepath.Clean(strings.TrimSpace(string(link)))
 	}
+	fr.links = links
 	fr.stamp = mtime
 	if time.Since(mtime) < time.Second {
 		// A record added within the same clock tick would leave the
