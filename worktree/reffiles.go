@@ -326,7 +326,8 @@ func (fr *fileRefs) moveLinked(from, to string) (admin string, err error) {
 	real, err := filepath.EvalSymlinks(to)
 	record := filepath.Join(real, ".git")
 	if err == nil {
-		err = writeLocked(filepath.Join(admin, "gitdir"), record+"\n", func() error { return nil })
+		// In place, as git's update_worktree_location writes it.
+		err = os.WriteFile(filepath.Join(admin, "gitdir"), []byte(record+"\n"), 0o666)
 	}
 	if err != nil {
 		if os.Rename(to, from) == nil {
