@@ -291,3 +291,35 @@ func TestFileRefsOff(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPackedConflict feeds packed-refs files of any content: the check
+// never panics, and says a branch exists exactly when a ref line names it.
+func FuzzPackedConflict(f *testing.F) {
+	f.Add([]byte("# pack-refs with: peeled fully-peeled sorted \n0123 refs/heads/job/a\n^4567\n"), "job/a")
+	f.Add([]byte("0123 refs/heads/job\n"), "job/a")
+	f.Add([]byte("\r\n\n 0123 refs/heads/x\r\n"), "x")
+	f.Add([]byte("0 refs/heads/x/y\n0 refs/heads/x\n"), "x")
+	f.Fuzz(func(t *testing.T, packed []byte, branch string) {
+		ref := "refs/heads/" + branch
+		if checkRef(ref, false) != nil {
+			return
+		}
+		common := t.TempDir()
+		if err := os.WriteFile(filepath.Join(common, "packed-refs"), packed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := (&fileRefs{common: common}).packedConflict(ref)
+		named := false
+		for line := range strings.Lines(string(packed)) {
+			if line[0] != '#' && line[0] != '^' {
+				if _, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " "); ok && name == ref {
+					named = true
+				}
+			}
+		}
+		// With a conflicting line too (git never writes both), git may decide.
+		if got := errors.As(err, new(*ExistsError)); got && !named || named && !got && !errors.Is(err, errNotPlain) {
+			t.Errorf("packedConflict(%q) = %v with a line naming it: %v", ref, err, named)
+		}
+	})
+}
