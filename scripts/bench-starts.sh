@@ -72,11 +72,11 @@ GO
 (cd "$tmp/standin" && go mod init standin >/dev/null 2>&1 && go build -o "$tmp/claude" .)
 
 # Each contender gets its own copy of the repository and nothing is deleted
-# until the end: on ext4 without a journal (as on the machine these figures come from) the
-# kernel skips inodes freed in the last minutes when it allocates new ones,
-# and after the 60,000 files of the baseline's worktrees are deleted, every
-# file created for a while costs up to a millisecond of system time, which
-# would be charged to whoever runs next. For the same reason, on such a disk
+# until the end: on ext4 without a journal (the machine of the figures in
+# docs/limits.md) the kernel skips inodes freed in the last minutes when it
+# allocates new ones, and after the 60,000 files of the baseline's worktrees
+# are deleted, every file created for a while costs up to a millisecond of
+# system time, which would be charged to whoever runs next. For the same reason, on such a disk
 # start this script five minutes after anything deleted many files (its own
 # previous run included), or use TMPDIR=/dev/shm.
 mkrepo() {
