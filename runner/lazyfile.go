@@ -50,11 +50,11 @@ func (l *lazyFile) written() bool {
 func (l *lazyFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.f == nil {
-		l.closed = true
+	wasClosed := l.closed
+	l.closed = true
+	if wasClosed || l.f == nil {
 		return nil
 	}
-	l.closed = true
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", l.what, err)
 	}

@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,8 +36,6 @@ type fileRefs struct {
 	ident string
 	// logAll is core.logAllRefUpdates: a branch gets a reflog when created.
 	logAll bool
-	// now is the clock of reflog lines (tests pin it).
-	now func() time.Time
 
 	mu    sync.Mutex
 	stamp time.Time         // the records directory's time when links was read
@@ -77,7 +74,7 @@ func (m *Manager) newFileRefs(ctx context.Context, common string) *fileRefs {
 	if err != nil {
 		return nil
 	}
-	fr := &fileRefs{common: common, logAll: true, now: time.Now}
+	fr := &fileRefs{common: common, logAll: true}
 	hooks := filepath.Join(common, "hooks")
 	for line := range strings.Lines(string(out)) {
 		key, value, found := strings.Cut(strings.TrimRight(line, "\n"), "=")
@@ -198,18 +195,11 @@ func (fr *fileRefs) packedConflict(ref string) error {
 	if err != nil {
 		return errNotPlain
 	}
-	for line := range bytes.Lines(packed) {
-		if len(line) == 0 || line[0] == '#' || line[0] == '^' {
-			continue
-		}
-		_, name, ok := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(" "))
-		if !ok {
-			continue
-		}
-		switch n := string(name); {
-		case n == ref:
+	for name := range packedNames(packed) {
+		switch {
+		case name == ref:
 			return &ExistsError{Kind: "branch", Name: strings.TrimPrefix(ref, "refs/heads/")}
-		case strings.HasPrefix(n, ref+"/"), strings.HasPrefix(ref, n+"/"):
+		case strings.HasPrefix(name, ref+"/"), strings.HasPrefix(ref, name+"/"):
 			return errNotPlain
 		}
 	}
@@ -245,7 +235,7 @@ func (fr *fileRefs) appendLog(file, old, new, msg string) error {
 	if err != nil {
 		return errNotPlain
 	}
-	now := fr.now()
+	now := time.Now()
 	line := fmt.Sprintf("%s %s %s %d %s", old, new, fr.ident, now.Unix(), now.Format("-0700"))
 	if msg != "" {
 		line += "\t" + msg
@@ -259,8 +249,6 @@ func (fr *fileRefs) appendLog(file, old, new, msg string) error {
 }
 
 const zeroSHA = "0000000000000000000000000000000000000000"
-
-func fullSHA(s string) bool { return len(s) == 40 && isHex(s) }
 
 // writeLocked replaces file with content the way git does: content goes to
 // file.lock, created exclusively (a lock someone holds is errNotPlain: git

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +67,7 @@ func (m *Manager) resolveGoGit(dir, ref string) (sha string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	if len(steps) == 0 && len(name) == 40 && isHex(name) {
+	if len(steps) == 0 && fullSHA(name) {
 		// A commit already peeled in this store needs no repository opened.
 		key := commitKey{store: objectStore(dir), sha: plumbing.NewHash(name)}
 		if _, known := m.commits.Load(key); known && key.store != "" {
@@ -174,7 +175,7 @@ func looseHead(dir string) (sha string, ok bool) {
 		}
 		head = strings.TrimSpace(string(data))
 	}
-	if len(head) != 40 || !isHex(head) {
+	if !fullSHA(head) {
 		return "", false
 	}
 	return strings.ToLower(head), true
@@ -207,12 +208,27 @@ func refFileExists(repo, ref string) (exists, sure bool) {
 	if err != nil {
 		return false, false
 	}
-	for line := range strings.Lines(string(packed)) {
-		if _, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " "); ok && name == ref && line[0] != '#' && line[0] != '^' {
+	for name := range packedNames(packed) {
+		if name == ref {
 			return true, true
 		}
 	}
 	return false, true
+}
+
+// packedNames yields the ref names of a packed-refs file: its "<sha> <name>"
+// lines, not its header ("#") or peeled ("^<sha>") lines.
+func packedNames(packed []byte) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for line := range strings.Lines(string(packed)) {
+			if line[0] == '#' || line[0] == '^' {
+				continue
+			}
+			if _, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " "); ok && !yield(name) {
+				return
+			}
+		}
+	}
 }
 
 // isReftable says whether the repository keeps its refs in a reftable
@@ -296,7 +312,7 @@ func splitRevision(ref string) (name string, steps []step, ok bool) {
 // refs/remotes/ and refs/remotes/<name>/HEAD (git's order), then a unique
 // short sha.
 func resolveName(r *git.Repository, name string) (plumbing.Hash, bool) {
-	if len(name) == 40 && isHex(name) {
+	if fullSHA(name) {
 		return plumbing.NewHash(name), true
 	}
 	if isPseudoRef(name) && name != "HEAD" {
@@ -365,6 +381,9 @@ func peelCommit(r *git.Repository, h plumbing.Hash) (*object.Commit, bool) {
 	c, err := t.Commit()
 	return c, err == nil
 }
+
+// fullSHA says whether s is a full sha-1 in hex.
+func fullSHA(s string) bool { return len(s) == 40 && isHex(s) }
 
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
