@@ -3,11 +3,16 @@
 package claude
 
 import (
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // TestKillMarkedFindsEscapedProcesses starts a process in a session of its
@@ -27,20 +32,12 @@ func TestKillMarkedFindsEscapedProcesses(t *testing.T) {
 			if err := cli.Run(); err != nil {
 				t.Fatal(err)
 			}
-			escaped := exec.Command("sleep", "300")
-			escaped.Env = []string{marker}
-			escaped.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			if err := escaped.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() { _ = escaped.Wait(); close(done) }()
-			t.Cleanup(func() { _ = escaped.Process.Kill(); <-done })
+			escaped := startMarked(t, marker, true)
 			if n := killMarked(marker, cli.Process.Pid, born); n != 1 {
 				t.Fatalf("killMarked signalled %d processes, want 1", n)
 			}
 			select {
-			case <-done:
+			case <-escaped.done:
 			case <-time.After(10 * time.Second):
 				t.Fatal("the marked process outlived killMarked")
 			}
@@ -56,19 +53,12 @@ func TestKillMarkedFindsEscapedProcesses(t *testing.T) {
 // (a start too long ago to trust the window) finds it.
 func TestKillMarkedReadsOnlyTheWindow(t *testing.T) {
 	marker := MarkerEnv + "=test-" + newRequestID()
-	older := exec.Command("sleep", "300")
-	older.Env = []string{marker}
-	if err := older.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = older.Wait(); close(done) }()
-	t.Cleanup(func() { _ = older.Process.Kill(); <-done })
+	older := startMarked(t, marker, false)
 	cli := exec.Command("true")
 	if err := cli.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if cli.Process.Pid < older.Process.Pid {
+	if cli.Process.Pid < older.pid {
 		t.Skip("the pid counter wrapped between the two starts")
 	}
 	if n := killMarked(marker, cli.Process.Pid, time.Now()); n != 0 {
@@ -77,6 +67,36 @@ func TestKillMarkedReadsOnlyTheWindow(t *testing.T) {
 	if n := killMarked(marker, cli.Process.Pid, time.Now().Add(-24*time.Hour)); n != 1 {
 		t.Fatalf("a full scan signalled %d, want 1", n)
 	}
+}
+
+// marked is a process started by startMarked.
+type marked struct {
+	pid  int
+	done chan struct{} // closed when it has exited
+}
+
+// startMarked starts `sleep 300` with only marker in its environment (in a
+// session of its own with setsid) and waits until /proc shows that
+// environment: Start returns once the exec has begun, and the kernel sets up
+// the new program's environment a moment later (until then /proc shows it
+// empty, and killMarked passes the process by).
+func startMarked(t *testing.T, marker string, setsid bool) marked {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	cmd.Env = []string{marker}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m := marked{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(m.done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-m.done })
+	environ := "/proc/" + strconv.Itoa(m.pid) + "/environ"
+	poll.Eventually(t, 10*time.Second, func() bool {
+		env, err := os.ReadFile(environ)
+		return err == nil && strings.Contains(string(env), marker)
+	}, "the environment of pid %d never showed the marker", m.pid)
+	return m
 }
 
 func TestPidWindow(t *testing.T) {
