@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/pneuma-cli/pneuma/claude"
@@ -141,44 +140,11 @@ func resumeGiven(c *cobra.Command, io *IO) bool {
 	return v != "" || io.Getenv("PNEUMA_RESUME") != ""
 }
 
-// loadRunOptions reads flags, PNEUMA_* variables and the config file through
-// one viper instance into typed options.
+// loadRunOptions reads the settings of `pneuma run` (loadSettings).
 func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, error) {
-	keys := map[string]string{}
-	c.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "help" {
-			return
-		}
-		key := strings.ReplaceAll(fl.Name, "-", "_")
-		keys[key] = fl.Name
-		_ = v.BindPFlag(key, fl)
-	})
-	v.SetEnvPrefix("PNEUMA")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	for key := range keys {
-		_ = v.BindEnv(key)
-	}
-	cfg, _ := c.Flags().GetString("config")
-	if cfg == "" {
-		cfg = io.Getenv("PNEUMA_CONFIG")
-	}
-	switch {
-	case cfg != "":
-		v.SetConfigFile(cfg)
-		if err := v.ReadInConfig(); err != nil {
-			return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("read config file %s: %w", cfg, err)}
-		}
-	default:
-		if _, err := os.Stat("pneuma.yaml"); err == nil {
-			v.SetConfigFile("pneuma.yaml")
-			if err := v.ReadInConfig(); err != nil {
-				return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("read config file pneuma.yaml: %w", err)}
-			}
-		}
-	}
 	var o RunOptions
-	if err := v.UnmarshalExact(&o); err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("settings: %w", err)}
+	if err := loadSettings(v, c, io, &o); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/pneuma-cli/pneuma/claude"
@@ -85,46 +84,13 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	return cmd
 }
 
-// loadServeOptions reads flags, PNEUMA_* variables and the config file the
-// way `pneuma run` does (bindSettings is loadRunOptions' binding half; the
-// two should share it once run.go can change).
+// loadServeOptions reads the settings of `pneuma serve` (loadSettings).
 func loadServeOptions(v *viper.Viper, c *cobra.Command, io *IO) (*ServeOptions, error) {
-	if err := bindSettings(v, c, io); err != nil {
+	var o ServeOptions
+	if err := loadSettings(v, c, io, &o); err != nil {
 		return nil, err
 	}
-	var o ServeOptions
-	if err := v.UnmarshalExact(&o); err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("settings: %w", err)}
-	}
 	return &o, nil
-}
-
-// bindSettings binds every flag of c to v, with PNEUMA_* variables and the
-// config file (--config, PNEUMA_CONFIG or ./pneuma.yaml) under them.
-func bindSettings(v *viper.Viper, c *cobra.Command, io *IO) error {
-	c.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "help" {
-			return
-		}
-		key := strings.ReplaceAll(fl.Name, "-", "_")
-		_ = v.BindPFlag(key, fl)
-		_ = v.BindEnv(key, "PNEUMA_"+strings.ToUpper(key))
-	})
-	cfg, _ := c.Flags().GetString("config")
-	if cfg == "" {
-		cfg = io.Getenv("PNEUMA_CONFIG")
-	}
-	if cfg == "" {
-		if _, err := os.Stat("pneuma.yaml"); err != nil {
-			return nil
-		}
-		cfg = "pneuma.yaml"
-	}
-	v.SetConfigFile(cfg)
-	if err := v.ReadInConfig(); err != nil {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("read config file %s: %w", cfg, err)}
-	}
-	return nil
 }
 
 // runServe is `pneuma serve`: it serves until the first signal, then shuts
