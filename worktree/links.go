@@ -36,9 +36,10 @@ func (e *TamperedError) Error() string {
 }
 
 // record is what a worktree this Manager made was linked to when it made
-// it: its git dir, and its config.worktree ("" when it had none).
+// it: its git dir, and its config.worktree ("" when it had none); and the
+// commit it checked out then (for Reuse of an untouched worktree).
 type record struct {
-	admin, config string
+	admin, config, head string
 }
 
 // maxLink bounds what is read of a link file or config.worktree: git writes
@@ -46,8 +47,8 @@ type record struct {
 const maxLink = 64 << 10
 
 // remember notes the links of the worktree at dir, which this Manager has
-// just created or moved there, for checkLinks.
-func (m *Manager) remember(dir string) {
+// just created or moved there at commit head, for checkLinks.
+func (m *Manager) remember(dir, head string) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return
@@ -60,7 +61,17 @@ func (m *Manager) remember(dir string) {
 	if err != nil {
 		return
 	}
-	m.made.Store(abs, record{admin: filepath.Clean(admin), config: cfg})
+	m.made.Store(abs, record{admin: filepath.Clean(admin), config: cfg, head: head})
+}
+
+// madeAt returns the commit the worktree at dir was made or moved at by
+// this Manager, if it was.
+func (m *Manager) madeAt(dir string) (head string, ok bool) {
+	v, ok := m.made.Load(dir)
+	if !ok || v.(record).head == "" {
+		return "", false
+	}
+	return v.(record).head, true
 }
 
 // forget drops what remember noted of dir (it was moved or removed).

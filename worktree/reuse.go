@@ -74,7 +74,11 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 	// As it was made, at the new base: the files are already right.
 	same := false
 	if o.Untouched {
-		head, err := m.Head(ctx, from)
+		// Untouched since it was made: at the commit it was made at.
+		head, ok := m.madeAt(from)
+		if !ok {
+			head, err = m.Head(ctx, from)
+		}
 		same = err == nil && head == sha
 	} else {
 		files, err := m.Status(ctx, from)
@@ -102,6 +106,7 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 		m.undoBranch(ctx, from, o.Branch, sha)
 		return err
 	}
+	m.remember(to, sha)
 	return nil
 }
 
@@ -223,16 +228,19 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	}
 	err = m.move(ctx, repo, path, to)
 	unlock()
-	return err
+	if err != nil {
+		return err
+	}
+	m.remember(to, head)
+	return nil
 }
 
 // move moves the linked worktree at from to to (`git worktree move`); the
-// caller holds the repository's lock.
+// caller holds the repository's lock, and remembers the worktree at to.
 func (m *Manager) move(ctx context.Context, repo, from, to string) error {
 	if _, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to); err != nil {
 		return err
 	}
 	m.forget(from)
-	m.remember(to)
 	return nil
 }

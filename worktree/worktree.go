@@ -1,15 +1,21 @@
 // Package worktree manages the git worktrees pneuma runs jobs in: it finds
 // the repository, resolves base refs, creates one linked worktree per job on
 // its own branch, inspects and commits what a job left behind, produces its
-// diff, and removes the worktree afterwards while keeping the branch.
+// diff, reuses and parks clean worktrees, and removes them afterwards while
+// keeping the branch.
 //
-// Commands that change a repository (worktree add/remove, add, commit) and
-// status go through the git CLI: go-git v5 cannot create linked worktrees and
-// is much slower than git on big trees. Refs are read from their files or
-// with go-git, with the git CLI as the fallback for anything they cannot
-// answer. Reusing a worktree (move it, create its branch, point HEAD at it)
-// writes the few files git would write, git's way (reffiles.go), when the
-// repository keeps plain ref files; anything else goes to git.
+// git writes git's files: every command that changes a repository
+// (worktree add/move/remove, update-ref, symbolic-ref, checkout, add,
+// commit) and status go through the git CLI; go-git v5 cannot create
+// linked worktrees and is much slower than git on big trees. Refs are read
+// with go-git, with the git CLI as the fallback for anything it cannot
+// answer.
+//
+// pneuma's git never runs code an agent could have written: every command
+// starts with core.hooksPath=/dev/null and an empty core.fsmonitor, and
+// before git runs in a worktree a job wrote in, its links to the repository
+// are checked (links.go): a worktree whose git metadata changed is left
+// alone (*TamperedError).
 //
 // Nothing here discards uncommitted work. There is no `worktree remove
 // --force`, and a worktree with uncommitted changes (per git status,
@@ -414,7 +420,7 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha, o.Existing); err != nil {
 		return err
 	}
-	m.remember(path)
+	m.remember(path, sha)
 	// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
 	// the checkout, which is most of the time on a big tree, runs
 	// concurrently in the worktree's own index.
