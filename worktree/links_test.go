@@ -256,3 +256,44 @@ func TestTampered(t *testing.T) {
 		}
 	})
 }
+
+// FuzzCheckLinks writes whatever the agent could into a worktree's .git
+// file: checkLinks must pass it only when it still names the worktree's own
+// record, for the Manager that made it and for one that did not.
+func FuzzCheckLinks(f *testing.F) {
+	m := testManager(f, identityConfig)
+	repo := newRepo(f, m)
+	dir := filepath.Join(repo, ".pneuma", "wt", "fuzz")
+	if err := m.Create(testCtx(f), CreateOptions{Repo: repo, Path: dir, Branch: "fuzz", Base: "HEAD"}); err != nil {
+		f.Fatal(err)
+	}
+	own, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	admin := strings.TrimSpace(strings.TrimPrefix(string(own), "gitdir: "))
+	f.Add(string(own))
+	f.Add("gitdir: " + admin + "/\n")
+	f.Add("gitdir: " + filepath.Join(admin, "..", "fuzz") + "\r\n")
+	f.Add("gitdir: " + filepath.Join(repo, ".git") + "\n")
+	f.Add("gitdir: ../../../.git/worktrees/fuzz\n")
+	f.Add("gitdir:\n")
+	f.Add("")
+	fresh := &Manager{Env: m.Env}
+	f.Fuzz(func(t *testing.T, content string) {
+		if err := os.WriteFile(filepath.Join(dir, ".git"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names, found := strings.CutPrefix(strings.TrimRight(content, " \t\r\n"), "gitdir: ")
+		ownRecord := found && names != "" && samePath(absIn(dir, names), admin)
+		for _, mm := range []*Manager{m, fresh} {
+			common, err := mm.checkLinks(dir)
+			if err == nil && !ownRecord {
+				t.Fatalf("checkLinks passed a .git of %q (common %q)", content, common)
+			}
+			if err != nil && ownRecord {
+				t.Fatalf("checkLinks refused the worktree's own record %q: %v", content, err)
+			}
+		}
+	})
+}
