@@ -226,6 +226,8 @@ func TestTampered(t *testing.T) {
 			refused("CommitAll", err)
 			_, err = m.DiffStat(ctx, dir, base, base)
 			refused("DiffStat", err)
+			_, err = m.Head(ctx, dir)
+			refused("Head", err)
 			refused("Retire", m.Retire(ctx, repo, dir, filepath.Join(repo, ".pneuma", "pool", filepath.Base(dir)), true))
 			refused("Reuse", m.Reuse(ctx, ReuseOptions{Repo: repo, From: dir, Path: dir + "-reused", Branch: "r/" + filepath.Base(dir), Base: base, Untouched: true}))
 			if err := m.Remove(ctx, repo, dir); err == nil {

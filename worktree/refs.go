@@ -53,8 +53,12 @@ func (m *Manager) ResolveRef(ctx context.Context, repo, ref string) (string, err
 }
 
 // Head returns the sha of the commit checked out in dir's worktree; an
-// unborn branch gives a *RefError.
+// unborn branch gives a *RefError, and a worktree whose git links changed
+// a *TamperedError (what they name now is not the job's branch).
 func (m *Manager) Head(ctx context.Context, dir string) (string, error) {
+	if _, err := m.checkLinks(dir); err != nil {
+		return "", err
+	}
 	return m.ResolveRef(ctx, dir, "HEAD")
 }
 
