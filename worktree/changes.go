@@ -23,6 +23,9 @@ type Change struct {
 // untracked, with what happened to each file (a rename is the new path,
 // created). Like Status it takes no lock git's own commands would meet.
 func (m *Manager) Changes(ctx context.Context, dir string) ([]Change, error) {
+	if _, err := m.checkLinks(dir); err != nil {
+		return nil, fmt.Errorf("changes in %s: %w", dir, err)
+	}
 	out, err := m.exec(ctx, run{
 		args: []string{"-C", dir, "status", "--porcelain=v1", "-z", "--untracked-files=all"},
 		env:  []string{"GIT_OPTIONAL_LOCKS=0"},

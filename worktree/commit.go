@@ -19,6 +19,9 @@ import (
 // index.lock, which would collide with a git run by the agent in the same
 // worktree.
 func (m *Manager) Status(ctx context.Context, dir string) ([]string, error) {
+	if _, err := m.checkLinks(dir); err != nil {
+		return nil, fmt.Errorf("status of %s: %w", dir, err)
+	}
 	out, err := m.exec(ctx, run{
 		args: []string{"-C", dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"},
 		env:  []string{"GIT_OPTIONAL_LOCKS=0"},
@@ -63,10 +66,11 @@ const (
 //
 // The commit is a snapshot of what a job left behind, so it must not fail or
 // hang on the user's machinery:
-//   - hooks do not run (--no-verify and core.hooksPath=/dev/null, because
-//     --no-verify alone still runs prepare-commit-msg and post-commit): a
-//     linter or test hook could reject the snapshot, rewrite it, or wait for
-//     input; the user's hooks still run when they land the branch;
+//   - hooks do not run (--no-verify, and core.hooksPath=/dev/null as for
+//     every command pneuma runs, because --no-verify alone still runs
+//     prepare-commit-msg and post-commit): a linter or test hook could reject
+//     the snapshot, rewrite it, or wait for input, and the agent may have
+//     written one; the user's hooks still run when they land the branch;
 //   - commits are not signed (commit.gpgSign=false): a signing prompt
 //     would block an unattended run;
 //   - without a configured identity it commits as pneuma <pneuma@localhost>,
@@ -82,6 +86,9 @@ func (m *Manager) CommitAll(ctx context.Context, dir, message string) (sha strin
 func (m *Manager) commitAll(ctx context.Context, dir, message string) (string, bool, error) {
 	if strings.TrimSpace(message) == "" {
 		return "", false, errors.New("empty commit message")
+	}
+	if _, err := m.checkLinks(dir); err != nil {
+		return "", false, err
 	}
 	if _, err := m.output(ctx, "-C", dir, "add", "-A"); err != nil {
 		return "", false, err
@@ -102,7 +109,6 @@ func (m *Manager) commitAll(ctx context.Context, dir, message string) (string, b
 	commit := func(identity []string) error {
 		args := append([]string{"-C", dir}, identity...)
 		args = append(args,
-			"-c", "core.hooksPath=/dev/null",
 			"-c", "commit.gpgSign=false",
 			"commit", "--no-verify", "--quiet", "-m", message)
 		_, err := m.output(ctx, args...)
@@ -183,6 +189,9 @@ func (m *Manager) DiffStat(ctx context.Context, dir, base, head string) (Stat, e
 	if err := diffRange(base, head); err != nil {
 		return Stat{}, fmt.Errorf("diff stat: %w", err)
 	}
+	if _, err := m.checkLinks(dir); err != nil {
+		return Stat{}, fmt.Errorf("diff stat: %w", err)
+	}
 	args := append([]string{"-C", dir, "diff", "--numstat", "-z"}, diffArgs...)
 	out, err := m.output(ctx, append(args, base, head, "--")...)
 	if err != nil {
@@ -236,6 +245,9 @@ func parseNumstat(out []byte) (Stat, error) {
 // config says, so that `git apply` takes it.
 func (m *Manager) WriteDiff(ctx context.Context, dir, base, head string, w io.Writer) error {
 	if err := diffRange(base, head); err != nil {
+		return fmt.Errorf("write diff: %w", err)
+	}
+	if _, err := m.checkLinks(dir); err != nil {
 		return fmt.Errorf("write diff: %w", err)
 	}
 	args := append([]string{"-C", dir, "diff", "--binary", "--src-prefix=a/", "--dst-prefix=b/"}, diffArgs...)

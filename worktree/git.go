@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -151,9 +152,19 @@ func (m *Manager) output(ctx context.Context, args ...string) ([]byte, error) {
 	return m.exec(ctx, run{args: args})
 }
 
+// noAgentCode are the settings every git command pneuma runs starts with: no
+// hook runs (git looks for them under /dev/null, which holds none) and no
+// file system monitor is asked (core.fsmonitor names a program to run). An
+// agent may have written either into the repository's config, its hooks
+// directory or its worktree's config.worktree; pneuma's git must never run
+// them. Options given with -c win over every config file and reach the git
+// processes git starts itself (as GIT_CONFIG_PARAMETERS). The user's hooks
+// still run when the user's own git lands the branch.
+var noAgentCode = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}
+
 func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
 	m.spawned.Add(1)
-	cmd := exec.CommandContext(ctx, m.git(), r.args...)
+	cmd := exec.CommandContext(ctx, m.git(), append(slices.Clip(noAgentCode), r.args...)...)
 	cmd.Env = m.env(r.env)
 	cmd.Stdin = r.stdin
 	var out bytes.Buffer

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -55,8 +53,12 @@ func (m *Manager) ResolveRef(ctx context.Context, repo, ref string) (string, err
 }
 
 // Head returns the sha of the commit checked out in dir's worktree; an
-// unborn branch gives a *RefError.
+// unborn branch gives a *RefError, and a worktree whose git links changed
+// a *TamperedError (what they name now is not the job's branch).
 func (m *Manager) Head(ctx context.Context, dir string) (string, error) {
+	if _, err := m.checkLinks(dir); err != nil {
+		return "", err
+	}
 	return m.ResolveRef(ctx, dir, "HEAD")
 }
 
@@ -72,11 +74,6 @@ func (m *Manager) resolveGoGit(dir, ref string) (sha string, ok bool) {
 		key := commitKey{store: objectStore(dir), sha: plumbing.NewHash(name)}
 		if _, known := m.commits.Load(key); known && key.store != "" {
 			return key.sha.String(), true
-		}
-	}
-	if name == "HEAD" && len(steps) == 0 {
-		if sha, ok := looseHead(dir); ok {
-			return sha, true
 		}
 	}
 	r, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
@@ -148,94 +145,6 @@ func commonGitDir(gd string) string {
 		return ""
 	}
 	return abs
-}
-
-// looseHead reads the commit checked out in the worktree whose top
-// directory is dir straight from its files, when HEAD is a sha or names a
-// loose ref: the case of every worktree pneuma makes, and far cheaper than
-// opening the repository. ok is false whenever go-git or git must decide
-// (a packed ref, a reftable repository, anything unexpected).
-func looseHead(dir string) (sha string, ok bool) {
-	gd, err := gitDir(dir)
-	if err != nil {
-		return "", false
-	}
-	data, err := os.ReadFile(filepath.Join(gd, "HEAD"))
-	if err != nil {
-		return "", false
-	}
-	head := strings.TrimSpace(string(data))
-	if ref, sym := strings.CutPrefix(head, "ref: "); sym {
-		common := commonGitDir(gd)
-		if !strings.HasPrefix(ref, "refs/heads/") || checkRef(ref, false) != nil || common == "" || isReftable(common) {
-			return "", false
-		}
-		if data, err = os.ReadFile(filepath.Join(common, filepath.FromSlash(ref))); err != nil {
-			return "", false
-		}
-		head = strings.TrimSpace(string(data))
-	}
-	if !fullSHA(head) {
-		return "", false
-	}
-	return strings.ToLower(head), true
-}
-
-// refFileExists says from the files of repo's common git dir whether ref
-// (a full name, refs/heads/x) exists: a loose ref file, or a line of
-// packed-refs. sure is false when git must decide (reftable, unreadable
-// files, repo not the top of a worktree).
-func refFileExists(repo, ref string) (exists, sure bool) {
-	gd, err := gitDir(repo)
-	if err != nil || checkRef(ref, false) != nil {
-		return false, false
-	}
-	common := commonGitDir(gd)
-	if common == "" || isReftable(common) {
-		return false, false
-	}
-	fi, err := os.Stat(filepath.Join(common, filepath.FromSlash(ref)))
-	if err == nil && fi.Mode().IsRegular() {
-		return true, true
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		return false, false
-	}
-	packed, err := os.ReadFile(filepath.Join(common, "packed-refs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, true
-	}
-	if err != nil {
-		return false, false
-	}
-	for name := range packedNames(packed) {
-		if name == ref {
-			return true, true
-		}
-	}
-	return false, true
-}
-
-// packedNames yields the ref names of a packed-refs file: its "<sha> <name>"
-// lines, not its header ("#") or peeled ("^<sha>") lines.
-func packedNames(packed []byte) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for line := range strings.Lines(string(packed)) {
-			if line[0] == '#' || line[0] == '^' {
-				continue
-			}
-			if _, name, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " "); ok && !yield(name) {
-				return
-			}
-		}
-	}
-}
-
-// isReftable says whether the repository keeps its refs in a reftable
-// (git 2.45+), which neither these file reads nor go-git understand.
-func isReftable(common string) bool {
-	_, err := os.Stat(filepath.Join(common, "reftable"))
-	return err == nil
 }
 
 // gitDir returns the git directory of the worktree at dir: what its .git

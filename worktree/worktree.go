@@ -1,15 +1,21 @@
 // Package worktree manages the git worktrees pneuma runs jobs in: it finds
 // the repository, resolves base refs, creates one linked worktree per job on
 // its own branch, inspects and commits what a job left behind, produces its
-// diff, and removes the worktree afterwards while keeping the branch.
+// diff, reuses and parks clean worktrees, and removes them afterwards while
+// keeping the branch.
 //
-// Commands that change a repository (worktree add/remove, add, commit) and
-// status go through the git CLI: go-git v5 cannot create linked worktrees and
-// is much slower than git on big trees. Refs are read from their files or
-// with go-git, with the git CLI as the fallback for anything they cannot
-// answer. Reusing a worktree (move it, create its branch, point HEAD at it)
-// writes the few files git would write, git's way (reffiles.go), when the
-// repository keeps plain ref files; anything else goes to git.
+// git writes git's files: every command that changes a repository
+// (worktree add/move/remove, update-ref, symbolic-ref, checkout, add,
+// commit) and status go through the git CLI; go-git v5 cannot create
+// linked worktrees and is much slower than git on big trees. Refs are read
+// with go-git, with the git CLI as the fallback for anything it cannot
+// answer.
+//
+// pneuma's git never runs code an agent could have written: every command
+// starts with core.hooksPath=/dev/null and an empty core.fsmonitor, and
+// before git runs in a worktree a job wrote in, its links to the repository
+// are checked (links.go): a worktree whose git metadata changed is left
+// alone (*TamperedError).
 //
 // Nothing here discards uncommitted work. There is no `worktree remove
 // --force`, and a worktree with uncommitted changes (per git status,
@@ -67,9 +73,9 @@ type Manager struct {
 	// should start none).
 	spawned atomic.Int64
 
-	// refWriters holds a *fileRefs (nil: refs are git's to write) per
-	// common git dir.
-	refWriters sync.Map
+	// made holds a record per worktree this Manager created or moved
+	// (by absolute path), for checkLinks.
+	made sync.Map
 }
 
 // New returns a Manager that runs "git" from PATH.
@@ -408,16 +414,13 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 			unlock()
 		}
 	}()
-	branch := o.Branch // to create
-	if o.Existing {
-		branch = ""
-	}
-	if err := m.checkFree(ctx, o.Repo, path, branch); err != nil {
+	if err := checkFree(path); err != nil {
 		return err
 	}
 	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha, o.Existing); err != nil {
 		return err
 	}
+	m.remember(path, sha)
 	// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
 	// the checkout, which is most of the time on a big tree, runs
 	// concurrently in the worktree's own index.
@@ -429,9 +432,10 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	return nil
 }
 
-// checkFree makes sure neither the worktree's path nor its branch (unless
-// "") exists.
-func (m *Manager) checkFree(ctx context.Context, repo, path, branch string) error {
+// checkFree makes sure the worktree's path does not exist or is an empty
+// directory. (git checks the branch: it creates it before the worktree's
+// directory, and would leave it behind if the directory were in the way.)
+func checkFree(path string) error {
 	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
 		return &ExistsError{Kind: "path", Name: path}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -439,9 +443,6 @@ func (m *Manager) checkFree(ctx context.Context, repo, path, branch string) erro
 			return err
 		}
 		return &ExistsError{Kind: "path", Name: path}
-	}
-	if branch != "" && m.refExists(ctx, repo, "refs/heads/"+branch) {
-		return &ExistsError{Kind: "branch", Name: branch}
 	}
 	return nil
 }
@@ -463,7 +464,6 @@ func (m *Manager) addWorktree(ctx context.Context, repo, path, branch, sha strin
 		if errors.As(err, &ce) {
 			switch {
 			case strings.Contains(ce.Stderr, "a branch named"):
-				// Someone else's branch, made since checkFree.
 				return &ExistsError{Kind: "branch", Name: branch}
 			case strings.Contains(ce.Stderr, "' already exists"):
 				return &ExistsError{Kind: "path", Name: path}
@@ -506,16 +506,6 @@ func lockContention(err error) bool {
 		strings.Contains(s, "could not lock config file")
 }
 
-// refExists says whether ref (a full name) exists in repo: from its files
-// when they are plain, else from git.
-func (m *Manager) refExists(ctx context.Context, repo, ref string) bool {
-	if exists, sure := refFileExists(repo, ref); sure {
-		return exists
-	}
-	_, err := m.output(ctx, "-C", repo, "rev-parse", "--verify", "--quiet", ref)
-	return err == nil
-}
-
 // Remove deletes the linked worktree at path from repo and prunes stale
 // worktree records. It keeps the worktree's branch. A worktree with
 // uncommitted changes or untracked files is left alone and gives a
@@ -538,6 +528,12 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 		return err
 	}
 	if isDir(path) {
+		if fi, err := os.Lstat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
+			// A repository of its own (the main worktree, or what an agent
+			// put in a linked one's place): git refuses it and says why; a
+			// status would run git with that repository's settings.
+			return m.notLinked(ctx, repo, path)
+		}
 		files, err := m.Status(ctx, path)
 		if err != nil {
 			return err
@@ -567,11 +563,7 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 			}
 		}
 		if !linked {
-			_, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path)
-			if err == nil {
-				err = fmt.Errorf("%s is not a linked worktree of %s", path, repo)
-			}
-			return err
+			return m.notLinked(ctx, repo, path)
 		}
 		trash = fmt.Sprintf("%s.removing-%d", path, time.Now().UnixNano())
 		if err := os.Rename(path, trash); err != nil {
@@ -593,12 +585,23 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 	if err != nil {
 		return err
 	}
+	m.forget(path)
 	if trash != "" {
 		if err := os.RemoveAll(trash); err != nil {
 			return fmt.Errorf("delete the removed worktree's files: %w", err)
 		}
 	}
 	return nil
+}
+
+// notLinked is Remove's answer for a path that is no linked worktree of
+// repo: git's own refusal, which says what the path is.
+func (m *Manager) notLinked(ctx context.Context, repo, path string) error {
+	_, err := m.output(ctx, "-C", repo, "worktree", "remove", "--", path)
+	if err == nil {
+		err = fmt.Errorf("%s is not a linked worktree of %s", path, repo)
+	}
+	return err
 }
 
 // List returns the worktrees of repo, the main worktree first, as
@@ -653,218 +656,4 @@ func shortSHA(s string) string {
 		return s[:12]
 	}
 	return s
-}
-
-// ReuseOptions moves a finished job's clean worktree to a new job.
-type ReuseOptions struct {
-	Repo   string
-	From   string // a clean linked worktree of Repo
-	Path   string // where the new job's worktree goes
-	Branch string // the new job's branch, created at Base
-	Base   string
-	// Untouched says the caller knows From is still exactly the checkout
-	// it was made as (a Watch said so): Reuse then skips the scan for
-	// uncommitted work, and when From is already at Base it only moves the
-	// directory and switches it to the new branch, reading no file.
-	Untouched bool
-}
-
-// Reuse turns a clean linked worktree into a new one: it moves the
-// directory to Path (git worktree move), checks out a new Branch at Base
-// and deletes every untracked and ignored file, so the result is exactly
-// what Create would make, but only the files that differ are written. On
-// a big tree that is most of the cost of Create and Remove saved (all of
-// it when o.Untouched and From is at Base already: nothing is read then).
-// It refuses (*DirtyError) a worktree with uncommitted work, whose files
-// the checkout would overwrite.
-func (m *Manager) Reuse(ctx context.Context, o ReuseOptions) error {
-	if err := m.reuse(ctx, o); err != nil {
-		return fmt.Errorf("reuse worktree %s as %s: %w", o.From, o.Path, err)
-	}
-	return nil
-}
-
-func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
-	if err := ValidBranch(o.Branch); err != nil {
-		return err
-	}
-	to, err := filepath.Abs(o.Path)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return &ExistsError{Kind: "path", Name: to}
-	}
-	sha, err := m.ResolveRef(ctx, o.Repo, o.Base)
-	if err != nil {
-		return err
-	}
-	// As it was made, at the new base: the files are already right.
-	same := false
-	if o.Untouched {
-		head, err := m.Head(ctx, o.From)
-		same = err == nil && head == sha
-		if same && m.refExists(ctx, o.Repo, "refs/heads/"+o.Branch) {
-			return &ExistsError{Kind: "branch", Name: o.Branch}
-		}
-	} else {
-		files, err := m.Status(ctx, o.From)
-		if err != nil {
-			return err
-		}
-		if len(files) > 0 {
-			return &DirtyError{Path: o.From, Files: files}
-		}
-	}
-	common, err := m.commonDir(ctx, o.Repo)
-	if err != nil {
-		return err
-	}
-	unlock, err := m.lock(ctx, common)
-	if err != nil {
-		return err
-	}
-	err = m.move(ctx, o.Repo, o.From, to)
-	unlock()
-	if err != nil {
-		return err
-	}
-	if same {
-		// A new branch at HEAD's commit, then HEAD onto it: the index and
-		// the files stay as they are (a checkout would rehash every file
-		// of a fresh one).
-		return m.branchHere(ctx, o.Repo, to, o.Branch, sha)
-	}
-	// -f: the tree was clean, so nothing is lost; only changed files are written.
-	if _, err := m.output(ctx, "-C", to, "checkout", "--quiet", "-f", "--no-recurse-submodules", "-B", o.Branch, sha); err != nil {
-		return err
-	}
-	_, err = m.output(ctx, "-C", to, "clean", "-ffdxq")
-	return err
-}
-
-// Retire turns the clean linked worktree at path into a spare for a later
-// Reuse: it detaches HEAD from the branch (at the same commit, so the index
-// and files stay as they are, and the branch is free to be checked out
-// elsewhere or deleted) and moves the directory to `to`. It refuses
-// (*DirtyError) a worktree with uncommitted work; clean says the caller
-// knows there is none (it has just committed everything, or checked), which
-// saves a scan of the tree.
-func (m *Manager) Retire(ctx context.Context, repo, path, to string, clean bool) error {
-	if err := m.retire(ctx, repo, path, to, clean); err != nil {
-		return fmt.Errorf("retire worktree %s to %s: %w", path, to, err)
-	}
-	return nil
-}
-
-func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool) error {
-	to, err := filepath.Abs(to)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(to); err == nil {
-		return &ExistsError{Kind: "path", Name: to}
-	}
-	if !clean {
-		files, err := m.Status(ctx, path)
-		if err != nil {
-			return err
-		}
-		if len(files) > 0 {
-			return &DirtyError{Path: path, Files: files}
-		}
-	}
-	head, err := m.Head(ctx, path)
-	if err != nil {
-		return err
-	}
-	if err := m.detach(ctx, repo, path, head); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return err
-	}
-	common, err := m.commonDir(ctx, repo)
-	if err != nil {
-		return err
-	}
-	unlock, err := m.lock(ctx, common)
-	if err != nil {
-		return err
-	}
-	err = m.move(ctx, repo, path, to)
-	unlock()
-	return err
-}
-
-// move moves the linked worktree at from to to, as `git worktree move`
-// does; the caller holds the repository's lock.
-func (m *Manager) move(ctx context.Context, repo, from, to string) error {
-	fr := m.fileRefs(ctx, repo)
-	if fr != nil {
-		if _, err := fr.moveLinked(from, to); !errors.Is(err, errNotPlain) {
-			return err
-		}
-		defer fr.forget()
-	}
-	_, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to)
-	return err
-}
-
-// detach points the HEAD of repo's worktree at dir at its commit head
-// instead of its branch, as `git update-ref --no-deref HEAD` does.
-func (m *Manager) detach(ctx context.Context, repo, dir, head string) error {
-	const msg = "pneuma: retired"
-	if fr := m.fileRefs(ctx, repo); fr != nil && fullSHA(head) {
-		admin, err := fr.adminDir(dir)
-		if err == nil {
-			err = fr.setHEAD(admin, head, head, head, msg)
-		}
-		if !errors.Is(err, errNotPlain) {
-			return err
-		}
-	}
-	_, err := m.output(ctx, "-C", dir, "update-ref", "--no-deref", "-m", msg, "HEAD", head)
-	return err
-}
-
-// branchHere creates branch at sha, the commit repo's worktree at dir has
-// checked out, and points its HEAD at it, as `git update-ref` (the zero old
-// value refuses a branch that exists) and `git symbolic-ref HEAD` do. An
-// existing branch is an *ExistsError. No file of the worktree is read.
-func (m *Manager) branchHere(ctx context.Context, repo, dir, branch, sha string) error {
-	ref := "refs/heads/" + branch
-	msg := "branch: Created from " + sha
-	fr := m.fileRefs(ctx, repo)
-	err := errNotPlain
-	if fr != nil {
-		err = fr.createBranch(branch, sha, msg)
-	}
-	if errors.Is(err, errNotPlain) {
-		_, err = m.output(ctx, "-C", dir, "update-ref", "-m", msg, ref, sha, "")
-		if err != nil && m.refExists(ctx, dir, ref) {
-			err = &ExistsError{Kind: "branch", Name: branch}
-		}
-	}
-	if err != nil {
-		return err
-	}
-	err = errNotPlain
-	if fr != nil {
-		var admin string
-		if admin, err = fr.adminDir(dir); err == nil {
-			err = fr.setHEAD(admin, "ref: "+ref, sha, sha, "")
-		}
-	}
-	if errors.Is(err, errNotPlain) {
-		_, err = m.output(ctx, "-C", dir, "symbolic-ref", "HEAD", ref)
-	}
-	if err != nil {
-		// Best effort, as in create: the HEAD error is the one to report.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_, _ = m.output(cctx, "-C", dir, "update-ref", "-d", ref, sha)
-		cancel()
-		return err
-	}
-	return nil
 }
