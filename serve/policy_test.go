@@ -1,0 +1,58 @@
+package serve
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// TestPolicyClassifiesEveryField: a field added to the jobs file is
+// refused until someone classifies it here (the refusal is the default;
+// this test says which fields still wait).
+func TestPolicyClassifiesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ   reflect.Type
+		class map[string]fieldClass
+		skip  []string
+	}{
+		{reflect.TypeOf(runner.JobSpec{}), jobFieldClass, nil},
+		{reflect.TypeOf(runner.File{}), fileFieldClass, []string{"defaults", "jobs"}},
+	} {
+		for i := range tc.typ.NumField() {
+			key, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("yaml"), ",")
+			if key == "" || key == "-" || contains(tc.skip, key) {
+				continue
+			}
+			if tc.class[key] == 0 {
+				t.Errorf("%s.%s is not classified: clients are refused it", tc.typ.Name(), key)
+			}
+		}
+	}
+	c := policyCheck{p: &Policy{}}
+	var pe *PolicyError
+	if err := c.field("jobs[0].sandbox", 0, &runner.JobSpec{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
+		t.Errorf("an unclassified field: %v", err)
+	}
+}
+
+// TestPolicyDefaults: the default policy refuses bypassPermissions and
+// every gated field, and takes the safe modes.
+func TestPolicyDefaults(t *testing.T) {
+	p := Policy{}
+	p.defaults()
+	c := policyCheck{p: &p}
+	for _, m := range []string{"default", "acceptEdits", "plan"} {
+		if err := c.job("", &runner.JobSpec{PermissionMode: m}); err != nil {
+			t.Errorf("mode %s: %v", m, err)
+		}
+	}
+	for _, spec := range []runner.JobSpec{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
+		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"}} {
+		if err := c.job("", &spec); err == nil {
+			t.Errorf("%+v allowed by the default policy", spec)
+		}
+	}
+}
