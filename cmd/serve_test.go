@@ -183,3 +183,54 @@ func selfSigned(t *testing.T) (cert, key string) {
 	}
 	return cert, key
 }
+
+// TestServeConnectionCap: --max-conns connections at once; the next waits
+// until one closes.
+func TestServeConnectionCap(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude",
+			"--max-conns", "2", "--access-log", "off")
+	}()
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if i := strings.Index(out.String(), "http://"); i >= 0 && strings.Contains(out.String()[i:], "\n") {
+			url = strings.Fields(out.String()[i:])[0]
+		}
+	}
+	base, _, _ := strings.Cut(url, "#")
+	host := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/")
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	get := func(timeout time.Duration) error {
+		c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get(base + "healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(500 * time.Millisecond); err == nil {
+		t.Fatal("a third connection was served while two were held")
+	}
+	held[0].Close()
+	if err := get(10 * time.Second); err != nil {
+		t.Fatalf("after one closed: %v", err)
+	}
+	held[1].Close()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}

@@ -56,3 +56,27 @@ func TestPolicyDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyCaps: values above the operator's caps are refused by name.
+func TestPolicyCaps(t *testing.T) {
+	p := Policy{MaxTurns: 10, MaxBudgetUSD: 2, MaxTimeout: 600e9}
+	p.defaults()
+	c := policyCheck{p: &p}
+	for _, tc := range []struct {
+		spec  runner.JobSpec
+		field string
+	}{
+		{runner.JobSpec{MaxTurns: 11}, "max_turns"},
+		{runner.JobSpec{MaxBudgetUSD: 2.5}, "max_budget_usd"},
+		{runner.JobSpec{Timeout: runner.Duration(601e9)}, "timeout"},
+		{runner.JobSpec{IdleTimeout: runner.Duration(601e9)}, "idle_timeout"},
+	} {
+		var pe *PolicyError
+		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
+			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
+		}
+	}
+	if err := c.job("", &runner.JobSpec{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: runner.Duration(600e9)}); err != nil {
+		t.Errorf("values at the caps: %v", err)
+	}
+}
