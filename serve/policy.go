@@ -154,7 +154,10 @@ func (c *policyCheck) field(path string, cl fieldClass, spec *runner.JobSpec, fv
 	case classClient:
 		return nil
 	case classGated:
-		return c.gated(path, lastKey(path))
+		if err := c.gated(path, lastKey(path)); err != nil {
+			return err
+		}
+		return c.gatedPaths(path, spec)
 	case className:
 		return checkName(path, spec.Name)
 	case classMode:
@@ -196,6 +199,40 @@ func (c *policyCheck) gated(path, key string) error {
 		return nil
 	}
 	return refuse(path, "reaches the host; the server does not let clients set it (the operator may allow %q)", key)
+}
+
+// gatedPaths checks the files and directories an allowed field names:
+// opened or not, they stay under the roots (settings and mcp_config given
+// as a file, add_dirs).
+func (c *policyCheck) gatedPaths(path string, spec *runner.JobSpec) error {
+	var paths []string
+	switch lastKey(path) {
+	case "settings":
+		paths = fileOf(spec.Settings)
+	case "mcp_config":
+		paths = fileOf(spec.MCPConfig)
+	case "add_dirs":
+		paths = spec.AddDirs
+	}
+	for i, p := range paths {
+		field := path
+		if lastKey(path) == "add_dirs" {
+			field = fmt.Sprintf("%s[%d]", path, i)
+		}
+		if err := c.path(field, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileOf is v as a file path, unless it is inline JSON (the jobs file's
+// rule for settings and mcp_config).
+func fileOf(v string) []string {
+	if t := strings.TrimSpace(v); t == "" || strings.HasPrefix(t, "{") {
+		return nil
+	}
+	return []string{v}
 }
 
 // path checks a path a client named against the roots: lexically, then

@@ -80,3 +80,28 @@ func TestPolicyCaps(t *testing.T) {
 		t.Errorf("values at the caps: %v", err)
 	}
 }
+
+// TestPolicyAllowedPaths: a field the operator allows still names paths
+// under the roots only.
+func TestPolicyAllowedPaths(t *testing.T) {
+	root := t.TempDir()
+	p := Policy{Allow: []string{"settings", "mcp_config", "add_dirs"}}
+	p.defaults()
+	c := policyCheck{p: &p, roots: []string{root}, dir: root}
+	for _, tc := range []struct {
+		spec  runner.JobSpec
+		field string
+	}{
+		{runner.JobSpec{Settings: "/etc/settings.json"}, "settings"},
+		{runner.JobSpec{MCPConfig: "../mcp.json"}, "mcp_config"},
+		{runner.JobSpec{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
+	} {
+		var pe *PolicyError
+		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
+			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
+		}
+	}
+	if err := c.job("", &runner.JobSpec{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
+		t.Errorf("inline settings and paths under the root: %v", err)
+	}
+}
