@@ -234,3 +234,24 @@ func TestServeConnectionCap(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+// TestServePolicyFromConfig: the client policy comes from pneuma.yaml
+// like every setting, and flags win.
+func TestServePolicyFromConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pneuma.yaml")
+	yaml := "client_allow: [env, verify]\nclient_permission_mode: [plan]\nclient_max_timeout: 10m\nclient_max_turns: 5\nmax_jobs: 3\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got *ServeOptions
+	io := &IO{Out: &syncBuffer{}, ErrOut: &syncBuffer{}, Getenv: func(string) string { return "" }}
+	c := NewCmdServe(io, func(_ context.Context, o *ServeOptions) error { got = o; return nil })
+	c.SetArgs([]string{"--config", cfg, "--client-max-turns", "7"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.ClientAllow, ",") != "env,verify" || strings.Join(got.ClientPermissionModes, ",") != "plan" ||
+		got.ClientMaxTimeout != 10*time.Minute || got.ClientMaxTurns != 7 || got.MaxJobs != 3 {
+		t.Fatalf("options: %+v", got)
+	}
+}

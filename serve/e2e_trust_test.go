@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -361,8 +362,9 @@ func TestE2ETokenScopes(t *testing.T) {
 		t.Fatalf("close with the operate token: %d %s", resp.StatusCode, data)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
-	poll.Eventually(t, 10*time.Second, func() bool { return strings.Contains(s.accessLog(), `"GET /api/sessions/{id}/ws" 101`) },
-		"no access-log line for the WebSocket:\n%s", s.accessLog())
+	wsLine := regexp.MustCompile(`"GET /api/sessions/\{id\}/ws" 101 \S+ scope=read\n`)
+	poll.Eventually(t, 10*time.Second, func() bool { return wsLine.MatchString(s.accessLog()) },
+		"no access-log line for the read token's WebSocket:\n%s", s.accessLog())
 	log := s.accessLog()
 	for _, tok := range []string{e2eToken, readToken, operateToken} {
 		if strings.Contains(log+s.stderr.String(), tok) {

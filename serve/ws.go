@@ -81,6 +81,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	} else if !c.authenticate(ctx) {
 		return
 	}
+	setScope(r, c.scope) // for the access log
 	msgs := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
