@@ -416,6 +416,11 @@ func TestE2ETransport(t *testing.T) {
 			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
+	if resp, _ := s.req("", "GET", "/healthz", "", map[string]string{"Host": "10.0.0.1:" + port}); resp.StatusCode != 200 {
+		t.Errorf("/healthz by address: %d (load balancers probe it so)", resp.StatusCode)
+	}
+	poll.Eventually(t, 10*time.Second, func() bool { return strings.Contains(s.accessLog(), `GET "GET /api/sessions" 421`) },
+		"the refused Host is not in the access log:\n%s", s.accessLog())
 	for _, p := range []string{"/api/sessions", "/api/health", "/api/nothing", "/healthz"} {
 		if resp, _ := s.req(e2eToken, "GET", p, "", nil); resp.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s: Cache-Control %q", p, resp.Header.Get("Cache-Control"))

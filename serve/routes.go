@@ -80,8 +80,9 @@ func (s *Server) routeTable() []Route {
 	}
 }
 
-// mount builds the mux: every route gets the host check, its access-log
-// line, headers, CORS, the body limit and its auth, in that order.
+// mount builds the mux: every request gets its access-log line, the host
+// check and Cache-Control; every route headers, CORS, the body limit and
+// its auth, in that order.
 func (s *Server) mount(routes []Route) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range routes {
@@ -95,22 +96,10 @@ func (s *Server) mount(routes []Route) http.Handler {
 		h = limitBody(h)
 		h = s.cors(h)
 		h = secureHeaders(h, rt.transcript)
-		h = s.logged(rt.Pattern, h)
 		mux.Handle(rt.Pattern, h)
 	}
 	// Anything unmatched still gets the headers (404, 405 from the mux).
-	return s.checkHost(noStore(secureHeaders(s.unmatched(mux), false)))
-}
-
-// unmatched logs the requests no route took (the mux's 404 and 405).
-func (s *Server) unmatched(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "" {
-			s.logged("(no route)", mux).ServeHTTP(w, r)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+	return s.logged(mux, s.checkHost(noStore(secureHeaders(mux, false))))
 }
 
 func secureHeaders(next http.Handler, transcript bool) http.Handler {

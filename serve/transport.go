@@ -23,7 +23,9 @@ func (s *Server) hostAllowed(host string) bool {
 // checkHost answers 421 to a request for a host this server is not.
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hostAllowed(r.Host) {
+		// /healthz carries nothing a rebinding page could want, and load
+		// balancers probe it by address.
+		if !s.hostAllowed(r.Host) && r.URL.Path != "/healthz" {
 			writeError(w, http.StatusMisdirectedRequest, "this server does not answer for host %q", r.Host)
 			return
 		}
@@ -99,13 +101,18 @@ func (l *AccessLog) line(method, route string, status int, d time.Duration, sc S
 	fmt.Fprintf(l.w, "%s %s %q %d %s scope=%s\n", time.Now().UTC().Format(time.RFC3339), method, route, status, d.Round(time.Microsecond), sc)
 }
 
-// logged wraps a route's handler with its access-log line.
-func (s *Server) logged(route string, next http.Handler) http.Handler {
+// logged writes each request's access-log line, naming the route pattern
+// mux chose ("(no route)" for its 404s and 405s).
+func (s *Server) logged(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		sc := ScopeNone
 		r = r.WithContext(withScopeSlot(r.Context(), &sc))
+		_, route := mux.Handler(r)
+		if route == "" {
+			route = "(no route)"
+		}
 		defer func() {
 			status := sw.status
 			if status == 0 {
