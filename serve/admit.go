@@ -55,6 +55,9 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, "%d sessions and jobs already at work (--max-jobs)", s.cfg.MaxJobs)
 		return
 	}
+	// pending holds the slot until createSession has registered the
+	// session; meanwhile it counts twice (pending and starting), which
+	// errs toward refusing, never toward exceeding the cap.
 	s.gate.pending++
 	s.gate.mu.Unlock()
 	defer func() {
