@@ -75,3 +75,35 @@ func TestCheckRoots(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckRoots: whatever path a client names, an accepted one resolves
+// under the root, and a refusal never names anything but the given path.
+func FuzzCheckRoots(f *testing.F) {
+	root, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	outside := f.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "in"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"in", "out", "out/x", "../x", "in/../../x", "in/./x", "", "/", "//", "in/\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		p := filepath.Join(root, rel)
+		if strings.HasPrefix(rel, "/") {
+			p = rel
+		}
+		real, err := CheckRoots(p, []string{root})
+		if err == nil && !inside(real, root) {
+			t.Fatalf("CheckRoots(%q) accepted %q, outside %s", p, real, root)
+		}
+		if err != nil && strings.Contains(err.Error(), outside) && !strings.Contains(p, outside) {
+			t.Fatalf("CheckRoots(%q): %v tells the symlink's target", p, err)
+		}
+	})
+}
