@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+	"golang.org/x/net/netutil"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/runner"
@@ -25,14 +28,29 @@ import (
 
 // ServeOptions are the typed settings of `pneuma serve`.
 type ServeOptions struct {
-	Addr        string   `mapstructure:"addr"`
-	TokenFile   string   `mapstructure:"token_file"`
-	Root        []string `mapstructure:"root"`
-	MaxSessions int      `mapstructure:"max_sessions"`
-	StateDir    string   `mapstructure:"state_dir"`
-	AllowOrigin []string `mapstructure:"allow_origin"`
-	Claude      string   `mapstructure:"claude"`
-	Config      string   `mapstructure:"config"`
+	Addr             string   `mapstructure:"addr"`
+	TokenFile        string   `mapstructure:"token_file"`
+	ReadTokenFile    string   `mapstructure:"read_token_file"`
+	OperateTokenFile string   `mapstructure:"operate_token_file"`
+	Root             []string `mapstructure:"root"`
+	MaxSessions      int      `mapstructure:"max_sessions"`
+	MaxJobs          int      `mapstructure:"max_jobs"`
+	MaxConns         int      `mapstructure:"max_conns"`
+	StateDir         string   `mapstructure:"state_dir"`
+	AllowOrigin      []string `mapstructure:"allow_origin"`
+	Claude           string   `mapstructure:"claude"`
+	Config           string   `mapstructure:"config"`
+	TLSCert          string   `mapstructure:"tls_cert"`
+	TLSKey           string   `mapstructure:"tls_key"`
+	InsecureHTTP     bool     `mapstructure:"insecure_http"`
+	PublicURL        string   `mapstructure:"public_url"`
+	AccessLog        string   `mapstructure:"access_log"`
+	// The client policy (serve.Policy).
+	ClientAllow           []string      `mapstructure:"client_allow"`
+	ClientPermissionModes []string      `mapstructure:"client_permission_mode"`
+	ClientMaxTurns        int           `mapstructure:"client_max_turns"`
+	ClientMaxBudgetUSD    float64       `mapstructure:"client_max_budget_usd"`
+	ClientMaxTimeout      time.Duration `mapstructure:"client_max_timeout"`
 }
 
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
@@ -40,7 +58,17 @@ WebSocket, with the web console at /.
 
 Every route but /healthz and the console's static files needs
 Authorization: Bearer <token>. Without --token-file a token is generated and
-printed once, in the URL's fragment. A non-loopback --addr needs --token-file.
+printed once, in the URL's fragment. A non-loopback --addr needs --token-file
+and TLS (--tls-cert/--tls-key), or --insecure-http behind a TLS proxy.
+--read-token-file and --operate-token-file add tokens that may only watch,
+or watch and operate (start, send, answer, interrupt, close).
+
+What clients may ask for is an allowlist (docs/serve.md, "Security"):
+fields that run or read something on the host (verify, extra_args,
+mcp_config, settings, env, add_dirs, worktree: false, remote, push,
+pull_request) are refused unless named in --client-allow; permission modes
+are limited to --client-permission-mode (default: default, acceptEdits,
+plan). A token with everything allowed is a shell on the host.
 
 Settings come from flags, then PNEUMA_* environment variables (PNEUMA_ADDR,
 PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml).
@@ -48,7 +76,7 @@ PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml).
 EXIT STATUS
   0    stopped by SIGINT or SIGTERM (sessions shut down, work committed)
   2    usage or configuration error (non-loopback address without a token)
-  3    environment error (the address cannot be bound)
+  3    environment error (the address cannot be bound, a TLS file cannot be read)
   130  killed by a second signal`
 
 // NewCmdServe builds `pneuma serve`. runF replaces the server in tests.
@@ -59,7 +87,8 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 		Short: "Serve sessions and runs over HTTP and WebSocket",
 		Long:  serveLong,
 		Example: `  pneuma serve
-  pneuma serve --addr :7077 --token-file /run/secrets/pneuma --root ~/src --max-sessions 8`,
+  pneuma serve --addr :7077 --token-file /run/secrets/pneuma --root ~/src --max-sessions 8 \
+    --tls-cert /etc/pneuma/cert.pem --tls-key /etc/pneuma/key.pem --public-url https://pneuma.example:7077`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts, err := loadServeOptions(v, c, io)
@@ -76,7 +105,21 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.String("addr", "127.0.0.1:7077", "address to listen on")
 	f.String("token-file", "", "file holding the bearer token (default: a generated token, printed once)")
 	f.StringArray("root", nil, "directory under which session and run repositories must be (repeatable; default: the working directory)")
+	f.String("read-token-file", "", "file holding a token that may only watch (GET routes, following over WebSocket)")
+	f.String("operate-token-file", "", "file holding a token that may watch and operate (start runs and sessions, send, answer, interrupt, close)")
 	f.Int("max-sessions", 4, "sessions open at once")
+	f.Int("max-jobs", 8, "agents at work at once across the server: each open session counts one, each run its concurrency")
+	f.Int("max-conns", 256, "connections at once (further ones wait)")
+	f.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key the server speaks HTTPS")
+	f.String("tls-key", "", "TLS private key file (PEM)")
+	f.Bool("insecure-http", false, "allow plain HTTP on a non-loopback --addr (behind a TLS-terminating proxy)")
+	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's)")
+	f.String("access-log", "-", "where the access log goes: a file, - for stderr, off for none")
+	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, no_worktree, remote, push, pull_request (repeatable)")
+	f.StringArray("client-permission-mode", nil, "a permission mode clients may use (repeatable; default: default, acceptEdits, plan)")
+	f.Int("client-max-turns", 0, "the largest max_turns a client may set (0: no cap)")
+	f.Float64("client-max-budget-usd", 0, "the largest budget a client may set, per job or run (0: no cap)")
+	f.Duration("client-max-timeout", 0, "the largest timeout or idle_timeout a client may set (0: no cap)")
 	f.String("state-dir", "", "where sessions and runs keep their state (default: .pneuma/serve)")
 	f.StringArray("allow-origin", nil, "a foreign browser origin allowed to call the API (repeatable; * for any)")
 	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
@@ -104,27 +147,58 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTransport(o); err != nil {
+		return err
+	}
 	cfg, err := serveConfig(ctx, io, o, wd, token)
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(cfg)
+	if cfg.Tokens, err = scopedTokens(o, token); err != nil {
+		return err
+	}
+	logFile, err := accessLog(io, o.AccessLog)
 	if err != nil {
-		return &ExitError{Code: ExitEnvironment, Err: err}
+		return err
+	}
+	if logFile != nil {
+		defer logFile.Close()
+		cfg.AccessLog = serve.NewAccessLog(logFile)
+	} else if o.AccessLog == "-" || o.AccessLog == "" {
+		cfg.AccessLog = serve.NewAccessLog(io.ErrOut)
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		_ = srv.Shutdown(context.Background())
 		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("listen on %s: %w", o.Addr, err)}
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	if cfg.AllowHosts, err = allowedHosts(o, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
+	srv, err := serve.New(cfg)
+	if err != nil {
+		ln.Close()
+		return &ExitError{Code: ExitEnvironment, Err: err}
+	}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String() + "/"
 	if generated {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	ln = netutil.LimitListener(ln, max(o.MaxConns, 1))
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() {
+		if o.TLSCert != "" {
+			served <- hs.ServeTLS(ln, o.TLSCert, o.TLSKey)
+			return
+		}
+		served <- hs.Serve(ln)
+	}()
 	select {
 	case <-ctx.Done():
 	case err := <-served:
@@ -132,6 +206,62 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		return &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("serve: %w", err)}
 	}
 	return stopServer(ctx, io, hs, srv)
+}
+
+// checkTransport refuses a non-loopback address without TLS (unless
+// --insecure-http) and half a TLS configuration.
+func checkTransport(o *ServeOptions) error {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return &ExitError{Code: ExitUsage, Err: errors.New("--tls-cert and --tls-key go together")}
+	}
+	if o.TLSCert == "" && !o.InsecureHTTP && !isLoopback(o.Addr) {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("refusing to serve plain HTTP on %s: it is not a loopback address, and the token would cross the network in clear; give --tls-cert and --tls-key, or --insecure-http behind a TLS-terminating proxy", o.Addr)}
+	}
+	return nil
+}
+
+// allowedHosts are the Host headers the server answers: for a loopback
+// bind, localhost, 127.0.0.1 and [::1] with the port; else the --addr's
+// host with the port; and --public-url's host. A bind to all interfaces
+// without --public-url has no name to check against and is refused.
+func allowedHosts(o *ServeOptions, addr net.Addr) ([]string, error) {
+	host, _, _ := net.SplitHostPort(o.Addr)
+	_, port, _ := net.SplitHostPort(addr.String())
+	var hosts []string
+	switch {
+	case isLoopback(o.Addr):
+		for _, h := range []string{"localhost", "127.0.0.1", "[::1]"} {
+			hosts = append(hosts, h+":"+port)
+		}
+	case host != "" && !net.ParseIP(host).IsUnspecified():
+		hosts = append(hosts, strings.ToLower(net.JoinHostPort(host, port)))
+	}
+	if o.PublicURL != "" {
+		u, err := neturl.Parse(o.PublicURL)
+		if err != nil || u.Host == "" {
+			return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--public-url %q: not a URL with a host", o.PublicURL)}
+		}
+		hosts = append(hosts, strings.ToLower(u.Host))
+		if u.Port() == "" {
+			hosts = append(hosts, strings.ToLower(u.Hostname()))
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--addr %s listens on every interface: give --public-url, the URL clients use, so that the Host header can be checked", o.Addr)}
+	}
+	return hosts, nil
+}
+
+// accessLog opens --access-log: nil for stderr ("-") or none ("off").
+func accessLog(io *IO, path string) (*os.File, error) {
+	if path == "" || path == "-" || path == "off" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, &ExitError{Code: ExitEnvironment, Err: fmt.Errorf("--access-log: %w", err)}
+	}
+	return f, nil
 }
 
 // shutdownTimeout bounds a graceful stop.
@@ -173,15 +303,8 @@ func stopServer(ctx context.Context, io *IO, hs *http.Server, srv *serve.Server)
 // address: anyone who can reach the port could otherwise use it).
 func serveToken(o *ServeOptions) (token string, generated bool, err error) {
 	if o.TokenFile != "" {
-		data, err := os.ReadFile(o.TokenFile)
-		if err != nil {
-			return "", false, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--token-file: %w", err)}
-		}
-		token = strings.TrimSpace(string(data))
-		if len(token) < 16 {
-			return "", false, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--token-file %s: the token must be at least 16 characters", o.TokenFile)}
-		}
-		return token, false, nil
+		token, err := readToken("--token-file", o.TokenFile)
+		return token, false, err
 	}
 	if !isLoopback(o.Addr) {
 		return "", false, &ExitError{Code: ExitUsage, Err: fmt.Errorf("refusing to serve on %s without --token-file: it is not a loopback address", o.Addr)}
@@ -189,6 +312,45 @@ func serveToken(o *ServeOptions) (token string, generated bool, err error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:]), true, nil
+}
+
+// readToken reads a token file: at least 16 characters, surrounding
+// space trimmed. Errors name the flag and file, never the content.
+func readToken(flag, path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", flag, err)}
+	}
+	token := strings.TrimSpace(string(data))
+	if len(token) < 16 {
+		return "", &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s %s: the token must be at least 16 characters", flag, path)}
+	}
+	return token, nil
+}
+
+// scopedTokens reads --read-token-file and --operate-token-file; each
+// token must differ from the others.
+func scopedTokens(o *ServeOptions, full string) ([]serve.Token, error) {
+	seen := map[string]string{full: "--token-file"}
+	var out []serve.Token
+	for _, t := range []struct {
+		flag, path string
+		scope      serve.Scope
+	}{{"--read-token-file", o.ReadTokenFile, serve.ScopeRead}, {"--operate-token-file", o.OperateTokenFile, serve.ScopeOperate}} {
+		if t.path == "" {
+			continue
+		}
+		tok, err := readToken(t.flag, t.path)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := seen[tok]; dup {
+			return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s holds the same token as %s", t.flag, other)}
+		}
+		seen[tok] = t.flag
+		out = append(out, serve.Token{Scope: t.scope, Value: tok})
+	}
+	return out, nil
 }
 
 // isLoopback: "127.0.0.1:7077", "[::1]:7077", "localhost:7077"; an empty
@@ -227,8 +389,15 @@ func serveConfig(ctx context.Context, io *IO, o *ServeOptions, wd, token string)
 		fmt.Fprintf(io.ErrOut, "pneuma serve: %v (sessions and runs will fail until it is installed)\n", err)
 		bin = "claude"
 	}
+	for _, f := range o.ClientAllow {
+		if !slices.Contains(serve.GatedFields, f) {
+			return serve.Config{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("--client-allow %q: not one of %s", f, strings.Join(serve.GatedFields, ", "))}
+		}
+	}
 	return serve.Config{
-		Token: token, Roots: roots, MaxSessions: o.MaxSessions, StateDir: state, AllowOrigins: o.AllowOrigin,
+		Token: token, Roots: roots, MaxSessions: o.MaxSessions, MaxJobs: o.MaxJobs, StateDir: state, AllowOrigins: o.AllowOrigin,
+		Policy: serve.Policy{Allow: o.ClientAllow, PermissionModes: o.ClientPermissionModes,
+			MaxTurns: o.ClientMaxTurns, MaxBudgetUSD: o.ClientMaxBudgetUSD, MaxTimeout: o.ClientMaxTimeout},
 		WorkDir: wd, Binary: bin, Environ: os.Environ(), Getenv: io.Getenv,
 		Engine:  serve.RunnerEngine,
 		Version: Version, CLIVersion: cliVersion(ctx, bin),

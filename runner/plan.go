@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
@@ -76,6 +77,11 @@ type PlanOptions struct {
 	IsRoot bool
 	// Git resolves repositories and refs (default worktree.New()).
 	Git *worktree.Manager
+	// Roots, when set, are the directories the files a job names
+	// (prompt_file, output_schema) must be under (pneuma serve's --root).
+	// Those files are read with internal/safefile either way: regular
+	// files of at most safefile.MaxSize bytes.
+	Roots []string
 }
 
 // Plan is everything a run will do, decided before anything starts.
@@ -189,10 +195,17 @@ func resolveIfFile(base, v string) string {
 }
 
 func pathErr(err error) string {
+	var oe *safefile.OutsideError
+	if errors.As(err, &oe) {
+		return "not under any root"
+	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		if errors.Is(err, os.ErrNotExist) {
 			return "no such file or directory"
+		}
+		if errors.Is(err, safefile.ErrNotRegular) {
+			return "not a regular file"
 		}
 		return pe.Err.Error()
 	}
@@ -207,3 +220,8 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// ResolvePath resolves a path a jobs file or a session request names the
+// way the plan does: "~/" is the home directory, a relative path is under
+// base.
+func ResolvePath(base, p string) string { return resolvePath(base, p) }

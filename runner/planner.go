@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
@@ -199,7 +200,7 @@ func (pl *planner) prompts(spec JobSpec) []string {
 	case spec.PromptFile == "":
 		return nil
 	}
-	data, err := os.ReadFile(resolvePath(pl.fileDir, spec.PromptFile))
+	data, err := safefile.Read(resolvePath(pl.fileDir, spec.PromptFile), pl.o.Roots, safefile.MaxSize)
 	switch {
 	case err != nil:
 		pl.problem(spec.PosOf("prompt_file"), "prompt_file %s: %v", spec.PromptFile, pathErr(err))

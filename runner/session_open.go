@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
 	"github.com/pneuma-cli/pneuma/internal/proc"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -112,16 +112,25 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 	if js.Repo != "" {
 		dir = resolvePath(o.WorkDir, js.Repo)
 	}
-	real, err := filepath.EvalSymlinks(dir)
+	// The roots first, lexically and then resolved, before anything
+	// touches the path: outside is a 403 that says nothing of what is there.
+	label := js.Repo
+	if label == "" {
+		label = dir
+	}
+	real, err := safefile.CheckRoots(dir, o.Roots)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("repo %s: %s", js.Repo, pathErr(err))}
+		return nil, &OutsideRootsError{Repo: label, Roots: o.Roots}
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return nil, &ConfigError{fmt.Errorf("repo %s: no such directory", label)}
 	}
 	repo, err := o.Git.Root(ctx, real)
 	if err != nil {
-		return nil, &ConfigError{fmt.Errorf("repo %s: %w", js.Repo, err)}
+		return nil, &ConfigError{fmt.Errorf("repo %s is not inside a git repository", label)}
 	}
 	if !underRoots(real, o.Roots) || !underRoots(repo, o.Roots) {
-		return nil, &OutsideRootsError{Repo: repo, Roots: o.Roots}
+		return nil, &OutsideRootsError{Repo: label, Roots: o.Roots}
 	}
 	j := jobBasics(0, js)
 	j.Name, j.Slug, j.Repo, j.JobDir = sessionLabel(js.Name, o.ID), o.ID, repo, string(o.Dir)

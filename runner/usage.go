@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -133,7 +133,7 @@ func (pl *planner) limitOptions(j *Job, spec JobSpec) {
 	data := []byte(spec.OutputSchema)
 	if !spec.OutputSchema.inline() {
 		var err error
-		if data, err = os.ReadFile(resolvePath(pl.fileDir, string(spec.OutputSchema))); err != nil {
+		if data, err = safefile.Read(resolvePath(pl.fileDir, string(spec.OutputSchema)), pl.o.Roots, safefile.MaxSize); err != nil {
 			pl.problem(spec.PosOf("output_schema"), "output_schema %s: %v", spec.OutputSchema, pathErr(err))
 			return
 		}

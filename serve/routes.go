@@ -2,8 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,7 +26,13 @@ type Route struct {
 	// Pattern is a net/http pattern with its method: "GET /api/sessions/{id}".
 	Pattern string
 	Auth    Auth
+	// Scope is the token scope the route needs (default: read for GET,
+	// operate for the rest; see routeScope).
+	Scope   Scope
 	handler http.HandlerFunc
+	// exists, for a WebSocket route, says whether the path's session or
+	// run exists; it is asked only once the client has authenticated.
+	exists func(*http.Request) bool
 	// transcript marks routes answering with exported transcript HTML,
 	// which get a sandboxing Content-Security-Policy.
 	transcript bool
@@ -49,7 +53,7 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "OPTIONS /api/", Auth: AuthNone, handler: s.preflight},
 		{Pattern: "GET /api/health", handler: s.health},
 
-		{Pattern: "POST /api/sessions", handler: s.createSession},
+		{Pattern: "POST /api/sessions", handler: s.admitSession},
 		{Pattern: "GET /api/sessions", handler: s.listSessions},
 		{Pattern: "GET /api/sessions/{id}", handler: s.getSession},
 		{Pattern: "DELETE /api/sessions/{id}", handler: s.deleteSession},
@@ -57,25 +61,27 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "POST /api/sessions/{id}/interrupt", handler: s.interruptSession},
 		{Pattern: "POST /api/sessions/{id}/permissions/{request_id}", handler: s.answerPermission},
 		{Pattern: "GET /api/sessions/{id}/events", handler: s.sessionEvents},
-		{Pattern: "GET /api/sessions/{id}/ws", Auth: AuthWebSocket, handler: s.sessionWS},
+		{Pattern: "GET /api/sessions/{id}/ws", Auth: AuthWebSocket, handler: s.sessionWS, exists: s.sessionExists},
 
 		{Pattern: "POST /api/runs", handler: s.createRun},
 		{Pattern: "GET /api/runs", handler: s.listRuns},
 		{Pattern: "GET /api/runs/{id}", handler: s.getRun},
 		{Pattern: "DELETE /api/runs/{id}", handler: s.deleteRun},
 		{Pattern: "GET /api/runs/{id}/events", handler: s.runEvents},
-		{Pattern: "GET /api/runs/{id}/ws", Auth: AuthWebSocket, handler: s.runWS},
+		{Pattern: "GET /api/runs/{id}/ws", Auth: AuthWebSocket, handler: s.runWS, exists: s.runExists},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/stream", handler: s.jobStream},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/diff", handler: s.jobDiff},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/transcript", handler: s.jobTranscript, transcript: true},
 
-		{Pattern: "GET /api/history/sessions", handler: s.historySessions},
-		{Pattern: "GET /api/history/sessions/{id}", handler: s.historySession, transcript: true},
-		{Pattern: "GET /api/history/usage", handler: s.historyUsage},
+		// History reads every transcript of the host's user: the operator's.
+		{Pattern: "GET /api/history/sessions", Scope: ScopeFull, handler: s.historySessions},
+		{Pattern: "GET /api/history/sessions/{id}", Scope: ScopeFull, handler: s.historySession, transcript: true},
+		{Pattern: "GET /api/history/usage", Scope: ScopeFull, handler: s.historyUsage},
 	}
 }
 
-// mount builds the mux: every route gets headers, CORS, the body limit and
+// mount builds the mux: every request gets its access-log line, the host
+// check and Cache-Control; every route headers, CORS, the body limit and
 // its auth, in that order.
 func (s *Server) mount(routes []Route) http.Handler {
 	mux := http.NewServeMux()
@@ -83,9 +89,9 @@ func (s *Server) mount(routes []Route) http.Handler {
 		h := http.Handler(rt.handler)
 		switch rt.Auth {
 		case AuthBearer:
-			h = s.requireToken(h)
+			h = s.requireToken(h, routeScope(rt))
 		case AuthWebSocket:
-			h = s.requireTokenOrUpgrade(h)
+			h = s.requireTokenOrUpgrade(h, rt.exists)
 		}
 		h = limitBody(h)
 		h = s.cors(h)
@@ -93,7 +99,7 @@ func (s *Server) mount(routes []Route) http.Handler {
 		mux.Handle(rt.Pattern, h)
 	}
 	// Anything unmatched still gets the headers (404, 405 from the mux).
-	return secureHeaders(mux, false)
+	return s.logged(mux, s.checkHost(noStore(secureHeaders(mux, false))))
 }
 
 func secureHeaders(next http.Handler, transcript bool) http.Handler {
@@ -121,13 +127,6 @@ func limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// tokenOK compares in constant time (hashes first, so that not even the
-// length of the token leaks).
-func (s *Server) tokenOK(got string) bool {
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
-	return s.cfg.Token != "" && subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
 // bearer returns the request's bearer token and whether it gave one.
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
@@ -138,42 +137,59 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(tok), true
 }
 
-// checkToken answers 401 without a token, 403 with a wrong one.
-func (s *Server) checkToken(w http.ResponseWriter, r *http.Request) bool {
+// checkToken answers 401 without a token, 403 with a wrong one or one
+// whose scope is below need. It records the scope for the access log.
+func (s *Server) checkToken(w http.ResponseWriter, r *http.Request, need Scope) (Scope, bool) {
 	tok, given := bearer(r)
 	if !given {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pneuma"`)
 		writeError(w, http.StatusUnauthorized, "missing Authorization: Bearer token")
-		return false
+		return ScopeNone, false
 	}
-	if !s.tokenOK(tok) {
+	sc := s.scopeOf(tok)
+	setScope(r, sc)
+	switch {
+	case sc == ScopeNone:
 		writeError(w, http.StatusForbidden, "wrong token")
-		return false
+		return sc, false
+	case sc < need:
+		writeError(w, http.StatusForbidden, "a %s token cannot do this: it needs the %s scope", sc, need)
+		return sc, false
 	}
-	return true
+	return sc, true
 }
 
-func (s *Server) requireToken(next http.Handler) http.Handler {
+func (s *Server) requireToken(next http.Handler, need Scope) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.checkToken(w, r) {
+		if _, ok := s.checkToken(w, r, need); ok {
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// authedKey marks a WebSocket request whose header already authenticated it.
+// authedKey carries the scope of a WebSocket request whose header already
+// authenticated it.
 type authedKey struct{}
 
-func (s *Server) requireTokenOrUpgrade(next http.Handler) http.Handler {
+// requireTokenOrUpgrade authenticates a WebSocket route before anything
+// about its session or run is told: a request with a header is checked
+// like any route; an upgrade without one must be a valid handshake (else
+// 401) and authenticate with its first message before the id is looked up
+// (an unknown id is closed with 4004 only then), so that an outsider
+// learns nothing of which ids exist.
+func (s *Server) requireTokenOrUpgrade(next http.Handler, exists func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, given := bearer(r)
-		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-		if !given && upgrade {
+		if !given && isHandshake(r) {
+			if exists != nil && !exists(r) {
+				s.blindWS(w, r)
+				return
+			}
 			next.ServeHTTP(w, r) // the first message must authenticate
 			return
 		}
-		if s.checkToken(w, r) {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, true)))
+		if sc, ok := s.checkToken(w, r, ScopeRead); ok {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authedKey{}, sc)))
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
@@ -31,10 +32,12 @@ type run struct {
 	id  string
 	log *eventlog.Log
 
-	mu       sync.Mutex
-	status   string // running, or the report's status
-	started  time.Time
-	jobs     int
+	mu      sync.Mutex
+	status  string // running, or the report's status
+	started time.Time
+	jobs    int
+	// slots are the server-wide job slots the run holds until it ends.
+	slots    int
 	finished []report.Job
 	spent    float64
 	report   *report.Report
@@ -164,6 +167,19 @@ func (g *runRegistry) running() int {
 	return n
 }
 
+// slots counts the job slots of the runs not finished.
+func (g *runRegistry) slots() int {
+	n := 0
+	for _, ru := range g.list() {
+		select {
+		case <-ru.done:
+		default:
+			n += ru.slots
+		}
+	}
+	return n
+}
+
 // shutdown stops every run like Ctrl-C and waits for their reports.
 func (g *runRegistry) shutdown(ctx context.Context) error {
 	var errs []error
@@ -181,23 +197,31 @@ func (g *runRegistry) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// planRun reads the jobs (a file under a root, or YAML text) and plans them
-// the way `pneuma run` does, with the run directory in the state directory.
+// MaxJobsFile caps a jobs file read for a client.
+const MaxJobsFile = 4 << 20
+
+// planRun reads the jobs (a file under a root, or YAML text), checks them
+// against the policy and the roots before anything touches the paths they
+// name, and plans them the way `pneuma run` does, with the run directory in
+// the state directory.
 func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, error) {
 	var f *runner.File
 	var err error
+	dir := s.cfg.WorkDir
 	switch {
 	case (req.JobsFile == "") == (req.JobsYAML == ""):
 		return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: "give exactly one of jobs_file and jobs_yaml"}}}
 	case req.JobsFile != "":
-		path := req.JobsFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(s.cfg.WorkDir, path)
+		path := runner.ResolvePath(s.cfg.WorkDir, req.JobsFile)
+		if _, err := safefile.CheckRoots(path, s.cfg.Roots); err != nil {
+			return nil, &PolicyError{Field: "jobs_file", Reason: fmt.Sprintf("%s is not under any root of the server", req.JobsFile)}
 		}
-		if err := runner.CheckRoots(path, s.cfg.Roots); err != nil {
-			return nil, err
+		data, rerr := safefile.Read(path, s.cfg.Roots, MaxJobsFile)
+		if rerr != nil {
+			return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: readProblem(req.JobsFile, rerr)}}}
 		}
-		f, err = runner.ReadFile(path)
+		dir = filepath.Dir(path)
+		f, err = runner.Decode(path, data)
 	default:
 		// Jobs without repo run in the server's working directory: the
 		// text is read as if it were a file there.
@@ -206,19 +230,42 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 	if err != nil {
 		return nil, err
 	}
+	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: dir}
+	if err := c.file(f); err != nil {
+		return nil, err
+	}
+	if s.cfg.Policy.MaxBudgetUSD > 0 && req.BudgetUSD > s.cfg.Policy.MaxBudgetUSD {
+		return nil, &PolicyError{Field: "budget_usd", Reason: fmt.Sprintf("above the server's cap of %g USD", s.cfg.Policy.MaxBudgetUSD)}
+	}
 	p, err := runner.BuildPlan(ctx, f, runner.PlanOptions{
 		RunID: runner.NewRunID(time.Now()), Concurrency: req.Concurrency, Only: req.Only, BudgetUSD: req.BudgetUSD,
 		Stagger: -1, OutputDir: s.cfg.StateDir, Binary: s.cfg.Binary, Getenv: s.cfg.Getenv, IsRoot: os.Geteuid() == 0,
+		Roots: s.cfg.Roots,
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, j := range p.Jobs {
-		if err := runner.CheckRoots(j.Repo, s.cfg.Roots); err != nil {
-			return nil, fmt.Errorf("job %q: %w", j.Name, err)
+		if _, err := safefile.CheckRoots(j.Repo, s.cfg.Roots); err != nil {
+			return nil, &PolicyError{Field: "jobs." + j.Name + ".repo", Reason: "the job's repository is not under any root of the server"}
 		}
 	}
 	return p, nil
+}
+
+// readProblem phrases a failed read of a client's file without the
+// system's words for what is there.
+func readProblem(name string, err error) string {
+	var te *safefile.TooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return name + ": no such file"
+	case errors.Is(err, safefile.ErrNotRegular):
+		return name + ": not a regular file"
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s: %v", name, te)
+	}
+	return name + ": cannot be read"
 }
 
 // execRun is the one call of runner's run entry point, with the settings
@@ -242,16 +289,28 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		s.runError(w, err)
 		return
 	}
+	// The run gets as many of the server's job slots as are free, up to
+	// its concurrency; none free is a 429.
+	slots := s.reserveSlots(max(1, min(p.Concurrency, len(p.Jobs))))
+	if slots == 0 {
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusTooManyRequests, "%d sessions and jobs already at work (--max-jobs)", s.cfg.MaxJobs)
+		return
+	}
+	p.Concurrency = slots
 	log, err := eventlog.Open(runEventsPath(&s.cfg, p.RunID), durableTypes)
 	if err != nil {
+		s.releaseSlots(slots, nil)
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ru := &run{id: p.RunID, log: log, status: "running", started: time.Now().UTC(), jobs: len(p.Jobs), cancel: cancel, done: make(chan struct{})}
-	s.runs.mu.Lock()
-	s.runs.m[ru.id] = ru
-	s.runs.mu.Unlock()
+	ru := &run{id: p.RunID, log: log, status: "running", started: time.Now().UTC(), jobs: len(p.Jobs), slots: slots, cancel: cancel, done: make(chan struct{})}
+	s.releaseSlots(slots, func() {
+		s.runs.mu.Lock()
+		s.runs.m[ru.id] = ru
+		s.runs.mu.Unlock()
+	})
 	go func() {
 		defer close(ru.done)
 		defer cancel()
@@ -277,6 +336,9 @@ func (s *Server) runError(w http.ResponseWriter, err error) {
 	var rde *runner.DecodeError
 	var ce *runner.ConfigError
 	var ee *runner.EnvError
+	if policyError(w, err, "invalid run") {
+		return
+	}
 	switch {
 	case errors.As(err, &oe):
 		writeError(w, http.StatusForbidden, "%v", err)

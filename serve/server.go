@@ -16,9 +16,22 @@ import (
 
 // Config is the server's settings.
 type Config struct {
-	// Token is the bearer token every route but /healthz and the console's
-	// static files needs. It is never logged.
+	// Token is the operator's bearer token (scope full); every route but
+	// /healthz and the console's static files needs a token. No token is
+	// ever logged.
 	Token string
+	// Tokens are further tokens with their scopes (read, operate).
+	Tokens []Token
+	// Policy is what clients may ask for (see Policy).
+	Policy Policy
+	// MaxJobs bounds the agents at work across the server: each open
+	// session counts one, each unfinished run its concurrency (default 8).
+	MaxJobs int
+	// AllowHosts are the Host headers the server answers (host:port,
+	// lower case); empty allows any.
+	AllowHosts []string
+	// AccessLog gets one line per request; nil: none.
+	AccessLog *AccessLog
 	// Roots: repositories of sessions and runs must resolve under one.
 	Roots []string
 	// MaxSessions bounds the sessions not yet closed (default 4).
@@ -56,6 +69,10 @@ func (c *Config) defaults() {
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 4
 	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 8
+	}
+	c.Policy.defaults()
 	if c.Buffer <= 0 {
 		c.Buffer = 1024
 	}
@@ -77,6 +94,7 @@ type Server struct {
 	runs     *runRegistry
 	handler  http.Handler
 	routes   []Route
+	gate     gate
 
 	// ctx ends at Shutdown: WebSocket connections and long polls see it.
 	ctx    context.Context

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
 	"github.com/pneuma-cli/pneuma/usage"
 )
@@ -120,9 +121,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) engineError(w http.ResponseWriter, err error) {
 	var oe *OutsideRootsError
 	var de *DecodeError
+	var ce *runner.ConfigError
 	switch {
 	case errors.As(err, &oe):
 		writeError(w, http.StatusForbidden, "%v", err)
+	case errors.As(err, &ce): // the client's request (a missing repo, not a repository, a bad base)
+		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.As(err, &de):
 		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
 	case errors.Is(err, errClosed), errors.Is(err, ErrPermissionResolved):

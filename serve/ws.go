@@ -56,6 +56,8 @@ type wsConn struct {
 	// delivered is the seq of the last event written to the client.
 	delivered atomic.Int64
 	acked     atomic.Int64
+	// scope is the token's: below operate, the client only follows.
+	scope Scope
 
 	pumpStop context.CancelFunc
 	pumpDone chan struct{}
@@ -74,9 +76,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	defer cancel()
 	c := &wsConn{s: s, conn: conn, cork: cw.conn, target: t}
 	defer c.stopPump()
-	if authed, _ := r.Context().Value(authedKey{}).(bool); !authed && !c.authenticate(ctx) {
+	if sc, authed := r.Context().Value(authedKey{}).(Scope); authed {
+		c.scope = sc
+	} else if !c.authenticate(ctx) {
 		return
 	}
+	setScope(r, c.scope) // for the access log
 	msgs := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -116,7 +121,10 @@ func (c *wsConn) authenticate(ctx context.Context) bool {
 		return false
 	}
 	m, err := decodeClientMessage(data)
-	if err != nil || m.Type != "auth" || !c.s.tokenOK(m.Token) {
+	if err == nil && m.Type == "auth" {
+		c.scope = c.s.scopeOf(m.Token)
+	}
+	if c.scope == ScopeNone {
 		c.conn.Close(CloseUnauthorized, "the first message must be a valid auth")
 		return false
 	}
@@ -177,6 +185,10 @@ func (c *wsConn) handle(ctx context.Context, m clientMessage) {
 	case "auth":
 		c.reply(ctx, map[string]string{"type": "error", "message": "already authenticated", "code": "invalid_message"})
 	default:
+		if c.scope < ScopeOperate {
+			c.reply(ctx, map[string]string{"type": "error", "message": fmt.Sprintf("a %s token cannot send %s: it needs the operate scope", c.scope, m.Type), "code": "forbidden"})
+			return
+		}
 		out, err := c.target.handle(ctx, m)
 		if err != nil {
 			out = errorReply(err, "rejected")

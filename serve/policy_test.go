@@ -1,0 +1,107 @@
+package serve
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// TestPolicyClassifiesEveryField: a field added to the jobs file is
+// refused until someone classifies it here (the refusal is the default;
+// this test says which fields still wait).
+func TestPolicyClassifiesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ   reflect.Type
+		class map[string]fieldClass
+		skip  []string
+	}{
+		{reflect.TypeOf(runner.JobSpec{}), jobFieldClass, nil},
+		{reflect.TypeOf(runner.File{}), fileFieldClass, []string{"defaults", "jobs"}},
+	} {
+		for i := range tc.typ.NumField() {
+			key, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("yaml"), ",")
+			if key == "" || key == "-" || contains(tc.skip, key) {
+				continue
+			}
+			if tc.class[key] == 0 {
+				t.Errorf("%s.%s is not classified: clients are refused it", tc.typ.Name(), key)
+			}
+		}
+	}
+	c := policyCheck{p: &Policy{}}
+	var pe *PolicyError
+	if err := c.field("jobs[0].sandbox", 0, &runner.JobSpec{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
+		t.Errorf("an unclassified field: %v", err)
+	}
+}
+
+// TestPolicyDefaults: the default policy refuses bypassPermissions and
+// every gated field, and takes the safe modes.
+func TestPolicyDefaults(t *testing.T) {
+	p := Policy{}
+	p.defaults()
+	c := policyCheck{p: &p}
+	for _, m := range []string{"default", "acceptEdits", "plan"} {
+		if err := c.job("", &runner.JobSpec{PermissionMode: m}); err != nil {
+			t.Errorf("mode %s: %v", m, err)
+		}
+	}
+	for _, spec := range []runner.JobSpec{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
+		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"}} {
+		if err := c.job("", &spec); err == nil {
+			t.Errorf("%+v allowed by the default policy", spec)
+		}
+	}
+}
+
+// TestPolicyCaps: values above the operator's caps are refused by name.
+func TestPolicyCaps(t *testing.T) {
+	p := Policy{MaxTurns: 10, MaxBudgetUSD: 2, MaxTimeout: 600e9}
+	p.defaults()
+	c := policyCheck{p: &p}
+	for _, tc := range []struct {
+		spec  runner.JobSpec
+		field string
+	}{
+		{runner.JobSpec{MaxTurns: 11}, "max_turns"},
+		{runner.JobSpec{MaxBudgetUSD: 2.5}, "max_budget_usd"},
+		{runner.JobSpec{Timeout: runner.Duration(601e9)}, "timeout"},
+		{runner.JobSpec{IdleTimeout: runner.Duration(601e9)}, "idle_timeout"},
+	} {
+		var pe *PolicyError
+		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
+			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
+		}
+	}
+	if err := c.job("", &runner.JobSpec{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: runner.Duration(600e9)}); err != nil {
+		t.Errorf("values at the caps: %v", err)
+	}
+}
+
+// TestPolicyAllowedPaths: a field the operator allows still names paths
+// under the roots only.
+func TestPolicyAllowedPaths(t *testing.T) {
+	root := t.TempDir()
+	p := Policy{Allow: []string{"settings", "mcp_config", "add_dirs"}}
+	p.defaults()
+	c := policyCheck{p: &p, roots: []string{root}, dir: root}
+	for _, tc := range []struct {
+		spec  runner.JobSpec
+		field string
+	}{
+		{runner.JobSpec{Settings: "/etc/settings.json"}, "settings"},
+		{runner.JobSpec{MCPConfig: "../mcp.json"}, "mcp_config"},
+		{runner.JobSpec{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
+	} {
+		var pe *PolicyError
+		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
+			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
+		}
+	}
+	if err := c.job("", &runner.JobSpec{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
+		t.Errorf("inline settings and paths under the root: %v", err)
+	}
+}
