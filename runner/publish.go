@@ -122,7 +122,10 @@ func publish(ctx context.Context, job *Job, res *report.Job, runID string, envir
 	env := append(append([]string(nil), environ...), "GIT_TERMINAL_PROMPT=0", "GH_PROMPT_DISABLED=1")
 	ref := "refs/heads/" + job.Branch
 	push := []string{"git", "push", "--", p.Remote, ref + ":" + ref}
-	if _, err := runTool(ctx, job.Repo, env, push); err != nil {
+	// The agent could write hooks into the repository's shared git dir: the
+	// push runs none of them (worktree's own git does the same).
+	noHooks := []string{"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}
+	if _, err := runTool(ctx, job.Repo, env, append(noHooks, push[1:]...)); err != nil {
 		warnJob(res, WarnPushFailed, job.Repo, "%s: %v (the branch %s is kept in %s)", strings.Join(push, " "), err, job.Branch, job.Repo)
 		return
 	}

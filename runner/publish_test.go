@@ -115,6 +115,7 @@ func TestPublish(t *testing.T) {
 		status     string
 		noChanges  bool
 		noGH       bool
+		hook       bool // a pre-push hook planted in the repository
 		ghFails    bool
 		wantPushed bool
 		wantURL    string
@@ -122,6 +123,7 @@ func TestPublish(t *testing.T) {
 		wantWarn   []string // code: words of the message
 	}{
 		{name: "push alone", publish: &runner.Publish{Remote: "origin"}, wantPushed: true},
+		{name: "planted hook not run", publish: &runner.Publish{Remote: "origin"}, hook: true, wantPushed: true},
 		{name: "pull request", publish: &runner.Publish{Remote: "origin", PullRequest: pr}, wantPushed: true,
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "Fix: fix-it (1 file)",
@@ -151,6 +153,20 @@ func TestPublish(t *testing.T) {
 			if tc.noChanges {
 				res.Commit = ""
 			}
+			marker := filepath.Join(t.TempDir(), "hook-ran")
+			if tc.hook {
+				hook := filepath.Join(gitOut(repo, "rev-parse", "--git-common-dir"), "hooks", "pre-push")
+				if !filepath.IsAbs(hook) {
+					hook = filepath.Join(repo, hook)
+				}
+				script := "#!/bin/sh\ntouch " + marker + "\nexit 1\n"
+				if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			log := filepath.Join(t.TempDir(), "gh.log")
 			path := ghDir + string(os.PathListSeparator) + filepath.Dir(mustLookPath(t, "git"))
 			if tc.noGH {
@@ -173,6 +189,9 @@ func TestPublish(t *testing.T) {
 			}
 			if local := gitOut(repo, "rev-parse", "--verify", "-q", "refs/heads/"+branch); local != head {
 				t.Errorf("the local branch is at %q, want %s: never lose the branch", local, head)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("pneuma's push ran a hook planted in the repository")
 			}
 			calls := readGHLog(t, log)
 			if tc.wantGH != nil && len(calls) == 1 && tc.wantGH[0] == nil {
