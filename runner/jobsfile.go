@@ -697,3 +697,21 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Cap gives the job the operator's limits where it set none of its own
+// (pneuma serve's client policy): max_turns, max_budget_usd and timeout; a
+// zero cap sets nothing. A value the job set is the policy's to refuse.
+func (j *JobSpec) Cap(maxTurns int, maxBudgetUSD float64, timeout time.Duration) {
+	if j.set == nil {
+		j.set = map[string]bool{}
+	}
+	if maxTurns > 0 && !j.set["max_turns"] {
+		j.MaxTurns, j.set["max_turns"] = maxTurns, true
+	}
+	if maxBudgetUSD > 0 && !j.set["max_budget_usd"] {
+		j.MaxBudgetUSD, j.set["max_budget_usd"] = maxBudgetUSD, true
+	}
+	if timeout > 0 && !j.set["timeout"] {
+		j.Timeout, j.set["timeout"] = Duration(timeout), true
+	}
+}

@@ -122,6 +122,12 @@ type policyCheck struct {
 	dir string
 }
 
+// capJob gives a job the operator's caps as its limits where the client set
+// none, so leaving a limit out is never a way past its cap.
+func (p *Policy) capJob(spec *runner.JobSpec) {
+	spec.Cap(p.MaxTurns, p.MaxBudgetUSD, p.MaxTimeout)
+}
+
 // refuse is the PolicyError of field f.
 func refuse(f, format string, args ...any) *PolicyError {
 	return &PolicyError{Field: f, Reason: fmt.Sprintf(format, args...)}

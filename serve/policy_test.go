@@ -81,6 +81,31 @@ func TestPolicyCaps(t *testing.T) {
 	}
 }
 
+// TestPolicyCapsAsDefaults: a limit the client leaves out is the operator's
+// cap, never unlimited; one the client set stays.
+func TestPolicyCapsAsDefaults(t *testing.T) {
+	p := Policy{MaxTurns: 10, MaxBudgetUSD: 2, MaxTimeout: 600e9}
+	f, err := runner.Decode("jobs.yaml", []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n    max_turns: 3\n  - name: b\n    prompt: y\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Jobs {
+		p.capJob(&f.Jobs[i])
+	}
+	a, b := f.Jobs[0], f.Jobs[1]
+	if a.MaxTurns != 3 || a.MaxBudgetUSD != 2 || b.MaxTurns != 10 || b.Timeout.Std() != 600e9 || !b.IsSet("max_turns") {
+		t.Fatalf("capped jobs: a %d turns %g USD, b %d turns %s", a.MaxTurns, a.MaxBudgetUSD, b.MaxTurns, b.Timeout.Std())
+	}
+	spec, err := DecodeSessionSpec([]byte(`{"repo":"."}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.capJob(&spec.Job)
+	if spec.Job.MaxTurns != 10 || spec.Job.MaxBudgetUSD != 2 || spec.Job.Timeout.Std() != 600e9 {
+		t.Fatalf("capped session: %+v", spec.Job)
+	}
+}
+
 // TestPolicyAllowedPaths: a field the operator allows still names paths
 // under the roots only.
 func TestPolicyAllowedPaths(t *testing.T) {

@@ -237,6 +237,12 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 	if s.cfg.Policy.MaxBudgetUSD > 0 && req.BudgetUSD > s.cfg.Policy.MaxBudgetUSD {
 		return nil, &PolicyError{Field: "budget_usd", Reason: fmt.Sprintf("above the server's cap of %g USD", s.cfg.Policy.MaxBudgetUSD)}
 	}
+	for i := range f.Jobs { // defaults are already in each job
+		s.cfg.Policy.capJob(&f.Jobs[i])
+	}
+	if req.BudgetUSD == 0 && f.BudgetUSD == 0 {
+		req.BudgetUSD = s.cfg.Policy.MaxBudgetUSD
+	}
 	p, err := runner.BuildPlan(ctx, f, runner.PlanOptions{
 		RunID: runner.NewRunID(time.Now()), Concurrency: req.Concurrency, Only: req.Only, BudgetUSD: req.BudgetUSD,
 		Stagger: -1, OutputDir: s.cfg.StateDir, Binary: s.cfg.Binary, Getenv: s.cfg.Getenv, IsRoot: os.Geteuid() == 0,

@@ -91,6 +91,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "%v", errNoEngine)
 		return
 	}
+	s.cfg.Policy.capJob(&spec.Job)
 	e, err := s.sessions.reserve()
 	if errors.Is(err, errTooMany) {
 		w.Header().Set("Retry-After", "30")
