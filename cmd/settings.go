@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,8 +14,8 @@ import (
 // loadSettings is the one settings loader of every command that has
 // settings: it reads c's flags, then PNEUMA_* variables (through io.Getenv,
 // so tests set them without touching the process), then a config file
-// (--config, PNEUMA_CONFIG or ./pneuma.yaml), highest first, into out with
-// UnmarshalExact: a key out does not know is an error.
+// (--config, PNEUMA_CONFIG or ./pneuma.yaml), highest first, into out; a
+// config key that is no command's setting is an error.
 func loadSettings(v *viper.Viper, c *cobra.Command, io *IO, out any) error {
 	var unset []string // flags not given on the command line
 	c.Flags().VisitAll(func(fl *pflag.Flag) {
@@ -38,10 +39,35 @@ func loadSettings(v *viper.Viper, c *cobra.Command, io *IO, out any) error {
 	if err := readConfig(v, c, io); err != nil {
 		return err
 	}
-	if err := v.UnmarshalExact(out); err != nil {
+	if err := unknownSettings(v, c); err != nil {
+		return err
+	}
+	if err := v.Unmarshal(out); err != nil {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("settings: %w", err)}
 	}
 	return nil
+}
+
+// unknownSettings refuses a config file key that is no command's setting.
+// One pneuma.yaml serves every command, so a key of another command
+// (serve's addr in `pneuma run`) is not an error.
+func unknownSettings(v *viper.Viper, c *cobra.Command) error {
+	known := map[string]bool{}
+	for _, cmd := range append(c.Root().Commands(), c) {
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) { known[settingKey(fl.Name)] = true })
+	}
+	var unknown []string
+	for _, key := range v.AllKeys() {
+		top, _, _ := strings.Cut(key, ".")
+		if !known[top] {
+			unknown = append(unknown, top)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("settings: %s: unknown setting %s", v.ConfigFileUsed(), strings.Join(slices.Compact(unknown), ", "))}
 }
 
 // settingKey is the viper key of a flag: its name with '_' for '-'.

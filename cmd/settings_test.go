@@ -61,6 +61,25 @@ func TestLoadSettingsUnknownKey(t *testing.T) {
 	}
 }
 
+// TestLoadSettingsSharedFile: one pneuma.yaml holds every command's
+// settings; a key of a sibling command is not an error.
+func TestLoadSettingsSharedFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "pneuma.yaml")
+	if err := os.WriteFile(cfg, []byte("concurrency: 2\naddr: 127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := &cobra.Command{Use: "root"}
+	c := newSettingsCmd()
+	sibling := &cobra.Command{Use: "serve"}
+	sibling.Flags().String("addr", "", "")
+	root.AddCommand(c, sibling)
+	_ = c.ParseFlags([]string{"--config", cfg})
+	var s testSettings
+	if err := loadSettings(viper.New(), c, &IO{Getenv: func(string) string { return "" }}, &s); err != nil || s.Concurrency != 2 {
+		t.Fatalf("settings %+v, err %v", s, err)
+	}
+}
+
 func newSettingsCmd() *cobra.Command {
 	c := &cobra.Command{Use: "x"}
 	c.SetOut(goio.Discard)
