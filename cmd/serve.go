@@ -34,6 +34,7 @@ type ServeOptions struct {
 	AllowOrigin []string `mapstructure:"allow_origin"`
 	Claude      string   `mapstructure:"claude"`
 	Config      string   `mapstructure:"config"`
+	MetricsAddr string   `mapstructure:"metrics_addr"`
 }
 
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
@@ -82,6 +83,7 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.StringArray("allow-origin", nil, "a foreign browser origin allowed to call the API (repeatable; * for any)")
 	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
+	f.String("metrics-addr", "", "serve /metrics on this address of its own, without a token (default: /metrics on --addr, behind the token)")
 	return cmd
 }
 
@@ -142,6 +144,21 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	tel, stopTelemetry, err := startTelemetry(ctx, io, true)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	cfg.Telemetry, cfg.Metrics = tel.Wire, tel.MetricsHandler()
+	if o.MetricsAddr != "" {
+		addr, stop, err := serveMetrics(o.MetricsAddr, cfg.Metrics)
+		if err != nil {
+			return &ExitError{Code: ExitEnvironment, Err: err}
+		}
+		defer stop()
+		cfg.Metrics = nil
+		fmt.Fprintf(io.ErrOut, "pneuma serve: metrics at http://%s/metrics\n", addr)
+	}
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return &ExitError{Code: ExitEnvironment, Err: err}
@@ -156,7 +173,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

@@ -22,7 +22,7 @@ func (r *run) toolObserver(job string) func(auditEntry) {
 	}
 	return func(e auditEntry) {
 		r.observe(Event{Type: EventToolCall, Job: job, Tool: &ToolCall{
-			Name: e.Tool, ToolUseID: e.ToolUseID, Input: redact.String(text.Truncate(e.Input, toolInputMax)),
+			Name: e.Tool, ToolUseID: e.ToolUseID, Input: text.Truncate(redact.String(e.Input), toolInputMax),
 			Decision: e.Decision, Rule: e.Rule, Via: e.Via, Agent: e.Agent, OK: e.OK,
 			Error: redact.String(e.Error), Started: e.Time,
 		}})
@@ -46,13 +46,13 @@ func (r *run) observeResult(job string, n int, res *claude.Result, model string)
 	u, _ := claudeUsage(res.ModelUsage, res.Usage)
 	r.observe(Event{Type: EventTurnFinished, Job: job, Turn: n, Status: status, Model: model,
 		CostUSD: res.TotalCostUSD, Usage: &u, DurationMS: res.DurationMS, ErrorStatus: res.APIErrorStatus,
-		Error: redact.String(text.Truncate(joinErrs(res.Errors), 300))})
+		Error: text.Truncate(redact.String(joinErrs(res.Errors)), 300)})
 }
 
 // observeAttempt tells the Observer that an attempt ended.
 func (r *run) observeAttempt(job string, number int, a *attempt) {
 	r.observe(Event{Type: EventAttemptFinished, Job: job, Attempt: number, Status: a.status, Reason: a.reason,
-		Error: redact.String(text.Truncate(a.err, 300)), CostUSD: a.cost, Model: a.model,
+		Error: text.Truncate(redact.String(a.err), 300), CostUSD: a.cost, Model: a.model,
 		Usage: &a.usage, WaitMS: a.waited.Milliseconds(), DurationMS: a.duration.Milliseconds()})
 }
 

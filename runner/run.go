@@ -133,9 +133,9 @@ type Options struct {
 	// the fine events are not even built).
 	Observer Reporter
 	// CLIEnv, when set, may change the environment of a job's CLI (it gets
-	// the job's name and the environment pneuma built); telemetry adds
-	// OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT.
-	CLIEnv func(job string, env []string) []string
+	// the run id, the job's name and the environment pneuma built);
+	// telemetry adds OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT.
+	CLIEnv func(runID, job string, env []string) []string
 	// Keep says which worktrees stay after their job (default on-failure).
 	Keep KeepPolicy
 	// FailFast stops the run at the first failed job.
@@ -235,7 +235,7 @@ func (r *run) cliEnv(job string, env []string) []string {
 	if r.opts.CLIEnv == nil {
 		return env
 	}
-	return r.opts.CLIEnv(job, env)
+	return r.opts.CLIEnv(r.plan.RunID, job, env)
 }
 
 // run is the state of one Run call.

@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // Config is the server's settings.
@@ -50,6 +52,10 @@ type Config struct {
 	AuthTimeout time.Duration
 	// Logf logs server errors (default: none). The token never reaches it.
 	Logf func(format string, args ...any)
+	// Metrics serves /metrics (Prometheus text, behind the token); nil: 404.
+	Metrics http.Handler
+	// Telemetry, when set, adds telemetry to each run's options.
+	Telemetry func(*runner.Options)
 }
 
 func (c *Config) defaults() {
