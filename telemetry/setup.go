@@ -107,6 +107,7 @@ func Setup(ctx context.Context, c Config) (*Telemetry, error) {
 		_ = t.Shutdown(ctx)
 		return nil, err
 	}
+	t.inst.spansDropped.Add(ctx, 0) // shown, even before the first drop
 	if t.queue != nil {
 		t.queue.dropped = t.inst.spansDropped
 	}
@@ -236,6 +237,15 @@ func (t *Telemetry) MetricsHandler() http.Handler {
 		return nil
 	}
 	return t.prom
+}
+
+// SpansDropped is how many spans were dropped: the export queue was full
+// (a slow or dead collector) or their export failed.
+func (t *Telemetry) SpansDropped() int64 {
+	if t == nil || t.queue == nil {
+		return 0
+	}
+	return t.queue.Dropped()
 }
 
 // Shutdown flushes and stops the exporters, within ctx: a dead collector
