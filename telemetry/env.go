@@ -26,7 +26,9 @@ func cliEnv(runID, job string, sc trace.SpanContext, env []string) []string {
 			userAttrs = v
 			continue
 		case "TRACEPARENT", "TRACESTATE":
-			continue // pneuma's job span is the CLI's parent
+			if sc.IsValid() {
+				continue // pneuma's job span is the CLI's parent
+			}
 		}
 		out = append(out, kv)
 	}
@@ -44,6 +46,14 @@ func cliEnv(runID, job string, sc trace.SpanContext, env []string) []string {
 		}
 	}
 	return out
+}
+
+// parentFrom is the trace context pneuma itself was started in
+// (TRACEPARENT and TRACESTATE, as a CI system may set them): the parent of
+// its run spans.
+func parentFrom(env func(string) string) context.Context {
+	carrier := propagation.MapCarrier{"traceparent": env("TRACEPARENT"), "tracestate": env("TRACESTATE")}
+	return propagation.TraceContext{}.Extract(context.Background(), carrier)
 }
 
 // escapeValue percent-encodes a resource attribute value: everything

@@ -34,6 +34,7 @@ type Observer struct {
 	tracer trace.Tracer
 
 	mu     sync.Mutex
+	parent context.Context // of the run span
 	runCtx context.Context
 	run    trace.Span
 	jobs   map[string]*jobSpans
@@ -74,7 +75,7 @@ func (t *Telemetry) Observer() *Observer {
 	if t.tracer != nil {
 		tracer = t.tracer
 	}
-	return &Observer{inst: t.inst, tracer: tracer, runCtx: context.Background(), jobs: map[string]*jobSpans{}}
+	return &Observer{inst: t.inst, tracer: tracer, parent: t.parent, runCtx: t.parent, jobs: map[string]*jobSpans{}}
 }
 
 // CLIEnv is runner.Options.CLIEnv: the job's span becomes the CLI's parent.
@@ -94,7 +95,7 @@ func (o *Observer) Event(e runner.Event) {
 	defer o.mu.Unlock()
 	switch e.Type {
 	case runner.EventRunStarted:
-		o.runCtx, o.run = o.tracer.Start(context.Background(), SpanRun, trace.WithTimestamp(e.Time),
+		o.runCtx, o.run = o.tracer.Start(o.parent, SpanRun, trace.WithTimestamp(e.Time),
 			trace.WithAttributes(attribute.String("pneuma.run_id", e.RunID), attribute.Int("pneuma.jobs", e.Jobs)))
 	case runner.EventJobStarted:
 		o.jobStarted(e)

@@ -49,6 +49,8 @@ type Telemetry struct {
 	inst   *instruments
 	prom   http.Handler
 	queue  *boundedProcessor
+	// parent is the trace pneuma was started in (TRACEPARENT), if any.
+	parent context.Context
 }
 
 // Setup reads the OTEL_* settings and starts what they ask for: OTLP traces
@@ -66,7 +68,7 @@ func Setup(ctx context.Context, c Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{}
+	t := &Telemetry{parent: parentFrom(env)}
 	if !traces && !metrics && !c.Prometheus {
 		return t, nil
 	}

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -17,7 +18,8 @@ import (
 
 // TestOffCostsNothing: with no OTEL_* setting, Setup starts no goroutine,
 // the runner gets no observer (the fine events are not even built), and
-// the CLI still learns its run and job but gets no TRACEPARENT.
+// the CLI still learns its run and job, and keeps the TRACEPARENT pneuma
+// was given.
 func TestOffCostsNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: getter([]string{"OTEL_SERVICE_NAME=x", "OTEL_TRACES_EXPORTER=none", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="})})
@@ -32,8 +34,8 @@ func TestOffCostsNothing(t *testing.T) {
 	if o.Observer != nil || o.CLIEnv == nil {
 		t.Fatalf("off: observer %v, CLIEnv set %v", o.Observer, o.CLIEnv != nil)
 	}
-	env := strings.Join(o.CLIEnv("r1", "lint", []string{"PATH=/bin", "TRACEPARENT=00-stale"}), "\n")
-	if !strings.Contains(env, "OTEL_RESOURCE_ATTRIBUTES=pneuma.run_id=r1,pneuma.job=lint") || strings.Contains(env, "TRACEPARENT") {
+	env := strings.Join(o.CLIEnv("r1", "lint", []string{"PATH=/bin", "TRACEPARENT=00-ci"}), "\n")
+	if !strings.Contains(env, "OTEL_RESOURCE_ATTRIBUTES=pneuma.run_id=r1,pneuma.job=lint") || !strings.Contains(env, "TRACEPARENT=00-ci") {
 		t.Errorf("off: CLI env %q", env)
 	}
 	if err := tel.Shutdown(context.Background()); err != nil {
@@ -140,5 +142,29 @@ func feedJobs(obs *telemetry.Observer, n int) {
 		obs.Event(runner.Event{Type: runner.EventJobFinished, Time: now, RunID: "r", Job: name, Result: &report.Job{
 			Name: name, Status: report.StatusSucceeded, CostUSD: 0.01, Model: "claude-opus-4-8", DurationMS: 4000,
 			Usage: report.Usage{InputTokens: 10, OutputTokens: 5}}})
+	}
+}
+
+// TestRunJoinsTheCallersTrace: a TRACEPARENT in pneuma's environment (a CI
+// system's) is the parent of the run span.
+func TestRunJoinsTheCallersTrace(t *testing.T) {
+	rc, url := httpReceiver(t)
+	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Getenv: getter([]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "TRACEPARENT=00-" + trace + "-" + parent + "-01"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := tel.Observer()
+	obs.Event(runner.Event{Type: runner.EventRunStarted, Time: time.Now(), RunID: "r"})
+	obs.Event(runner.Event{Type: runner.EventRunFinished, Time: time.Now(), RunID: "r"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans, _, _ := rc.snapshot()
+	if len(spans) != 1 || hex.EncodeToString(spans[0].TraceId) != trace || hex.EncodeToString(spans[0].ParentSpanId) != parent {
+		t.Fatalf("spans %v", spans)
 	}
 }
