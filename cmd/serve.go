@@ -149,7 +149,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		return err
 	}
 	defer stopTelemetry()
-	cfg.Telemetry, cfg.Metrics = tel.Wire, tel.MetricsHandler()
+	cfg.Telemetry, cfg.Metrics, cfg.Counters = tel.Wire, tel.MetricsHandler(), tel
 	if o.MetricsAddr != "" {
 		addr, stop, err := serveMetrics(o.MetricsAddr, cfg.Metrics)
 		if err != nil {

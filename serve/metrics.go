@@ -15,3 +15,24 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Metrics.ServeHTTP(w, r)
 }
+
+// Counters count the WebSocket fan-out (telemetry implements them). They
+// are called on the hot path and must not block.
+type Counters interface {
+	// EventsSent counts events written to a WebSocket client.
+	EventsSent(n int)
+	// ClientDropped counts a client closed with 4008 for lagging.
+	ClientDropped()
+}
+
+func (s *Server) countSent(n int) {
+	if s.cfg.Counters != nil {
+		s.cfg.Counters.EventsSent(n)
+	}
+}
+
+func (s *Server) countDropped() {
+	if s.cfg.Counters != nil {
+		s.cfg.Counters.ClientDropped()
+	}
+}

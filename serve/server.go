@@ -56,6 +56,8 @@ type Config struct {
 	Metrics http.Handler
 	// Telemetry, when set, adds telemetry to each run's options.
 	Telemetry func(*runner.Options)
+	// Counters count the WebSocket fan-out for metrics; nil: none.
+	Counters Counters
 }
 
 func (c *Config) defaults() {

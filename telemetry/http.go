@@ -41,6 +41,20 @@ func (t *Telemetry) ConnState(_ net.Conn, s http.ConnState) {
 	}
 }
 
+// EventsSent counts events written to WebSocket clients (serve.Counters).
+func (t *Telemetry) EventsSent(n int) {
+	if t != nil && t.inst != nil {
+		t.inst.eventsSent.Add(context.Background(), int64(n))
+	}
+}
+
+// ClientDropped counts a WebSocket client dropped for lag (serve.Counters).
+func (t *Telemetry) ClientDropped() {
+	if t != nil && t.inst != nil {
+		t.inst.clientsDropped.Add(context.Background(), 1)
+	}
+}
+
 // codeWriter remembers the status code of a response.
 type codeWriter struct {
 	http.ResponseWriter

@@ -9,27 +9,30 @@ import (
 // Metric names. Prometheus sees them with dots as underscores, the unit
 // appended (_seconds) and _total on counters: pneuma_jobs_finished_total.
 const (
-	MetricJobsFinished = "pneuma.jobs.finished"
-	MetricJobsRunning  = "pneuma.jobs.running"
-	MetricJobDuration  = "pneuma.job.duration"
-	MetricTurnDuration = "pneuma.turn.duration"
-	MetricQueueWait    = "pneuma.queue.wait"
-	MetricCost         = "pneuma.cost.usd"
-	MetricTokens       = "pneuma.tokens"
-	MetricHolds        = "pneuma.usage_limit.holds"
-	MetricHoldWait     = "pneuma.usage_limit.wait"
-	MetricAPIErrors    = "pneuma.api.errors"
-	MetricToolCalls    = "pneuma.tool.calls"
-	MetricConcurrency  = "pneuma.concurrency"
-	MetricSpansDropped = "pneuma.telemetry.spans.dropped"
-	MetricHTTPRequests = "pneuma.http.requests"
-	MetricHTTPOpen     = "pneuma.http.connections"
+	MetricJobsFinished   = "pneuma.jobs.finished"
+	MetricJobsRunning    = "pneuma.jobs.running"
+	MetricJobDuration    = "pneuma.job.duration"
+	MetricTurnDuration   = "pneuma.turn.duration"
+	MetricQueueWait      = "pneuma.queue.wait"
+	MetricCost           = "pneuma.cost.usd"
+	MetricTokens         = "pneuma.tokens"
+	MetricHolds          = "pneuma.usage_limit.holds"
+	MetricHoldWait       = "pneuma.usage_limit.wait"
+	MetricAPIErrors      = "pneuma.api.errors"
+	MetricToolCalls      = "pneuma.tool.calls"
+	MetricConcurrency    = "pneuma.concurrency"
+	MetricSpansDropped   = "pneuma.telemetry.spans.dropped"
+	MetricHTTPRequests   = "pneuma.http.requests"
+	MetricHTTPOpen       = "pneuma.http.connections"
+	MetricEventsSent     = "pneuma.ws.events.sent"
+	MetricClientsDropped = "pneuma.ws.clients.dropped"
 )
 
 // instruments are every instrument pneuma records.
 type instruments struct {
 	jobsFinished, tokens, holds, apiErrors metric.Int64Counter
 	toolCalls, spansDropped, httpRequests  metric.Int64Counter
+	eventsSent, clientsDropped             metric.Int64Counter
 	cost                                   metric.Float64Counter
 	jobsRunning, httpOpen                  metric.Int64UpDownCounter
 	concurrency                            metric.Int64Gauge
@@ -54,6 +57,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	i.toolCalls, errs[5] = m.Int64Counter(MetricToolCalls, metric.WithDescription("Tool calls, by tool and decision (allow, deny, cli)."))
 	i.spansDropped, errs[6] = m.Int64Counter(MetricSpansDropped, metric.WithDescription("Spans dropped: the export queue was full or the collector failed."))
 	i.httpRequests, errs[7] = m.Int64Counter(MetricHTTPRequests, metric.WithDescription("HTTP requests to pneuma serve, by route and code."))
+	i.eventsSent, errs[8] = m.Int64Counter(MetricEventsSent, metric.WithDescription("Events written to WebSocket clients (pneuma serve)."))
+	i.clientsDropped, errs[9] = m.Int64Counter(MetricClientsDropped, metric.WithDescription("WebSocket clients closed with 4008 because they lagged (pneuma serve)."))
 	i.jobsRunning, errs[10] = m.Int64UpDownCounter(MetricJobsRunning, metric.WithDescription("Jobs running now."))
 	i.httpOpen, errs[11] = m.Int64UpDownCounter(MetricHTTPOpen, metric.WithDescription("Open HTTP connections to pneuma serve."))
 	i.concurrency, errs[12] = m.Int64Gauge(MetricConcurrency, metric.WithDescription("CLIs that may run at once (lowered by 429/529 storms)."))

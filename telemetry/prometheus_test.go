@@ -65,6 +65,8 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 	}
 	resp.Body.Close()
 	tel.ConnState(nil, http.StateNew)
+	tel.EventsSent(3)
+	tel.ClientDropped()
 }
 
 // scrape GETs the metrics handler and parses the Prometheus text format.
@@ -103,6 +105,7 @@ func TestPrometheusScrape(t *testing.T) {
 		"pneuma_jobs_finished_total": 4, "pneuma_cost_usd_total": 0.53, "pneuma_usage_limit_holds_total": 1,
 		"pneuma_api_errors_total": 1, "pneuma_tool_calls_total": 1, "pneuma_http_requests_total": 1,
 		"pneuma_jobs_running": 0, "pneuma_concurrency": 2, "pneuma_http_connections": 1,
+		"pneuma_ws_events_sent_total": 3, "pneuma_ws_clients_dropped_total": 1,
 	}
 	for name, v := range want {
 		f := fams[name]
