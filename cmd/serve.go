@@ -149,7 +149,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		return err
 	}
 	defer stopTelemetry()
-	cfg.Telemetry, cfg.Metrics, cfg.Counters = tel.Wire, tel.MetricsHandler(), tel
+	cfg.Telemetry, cfg.Metrics, cfg.Counters, cfg.SessionEvents = tel.Wire, tel.MetricsHandler(), tel, tel.SessionEvent
 	if o.MetricsAddr != "" {
 		addr, stop, err := serveMetrics(o.MetricsAddr, cfg.Metrics)
 		if err != nil {

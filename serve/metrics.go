@@ -36,3 +36,10 @@ func (s *Server) countDropped() {
 		s.cfg.Counters.ClientDropped()
 	}
 }
+
+// sessionEvent shows a session's event to Config.SessionEvents.
+func (c *Config) sessionEvent(id string, ev SessionEvent) {
+	if c.SessionEvents != nil {
+		c.SessionEvents(id, ev)
+	}
+}

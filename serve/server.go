@@ -58,6 +58,8 @@ type Config struct {
 	Telemetry func(*runner.Options)
 	// Counters count the WebSocket fan-out for metrics; nil: none.
 	Counters Counters
+	// SessionEvents, when set, sees every session's events (telemetry).
+	SessionEvents func(id string, ev SessionEvent)
 }
 
 func (c *Config) defaults() {

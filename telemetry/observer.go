@@ -15,6 +15,9 @@ import (
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
+// noopTracer makes the spans when only metrics are on: they record nothing.
+var noopTracer = noop.NewTracerProvider().Tracer(scope)
+
 // Span names.
 const (
 	SpanRun     = "pneuma.run"
@@ -71,11 +74,7 @@ func (t *Telemetry) Observer() *Observer {
 	if t == nil || t.inst == nil {
 		return nil
 	}
-	tracer := trace.Tracer(noop.NewTracerProvider().Tracer(scope))
-	if t.tracer != nil {
-		tracer = t.tracer
-	}
-	return &Observer{inst: t.inst, tracer: tracer, parent: t.parent, runCtx: t.parent, jobs: map[string]*jobSpans{}}
+	return &Observer{inst: t.inst, tracer: t.tracerOrNoop(), parent: t.parent, runCtx: t.parent, jobs: map[string]*jobSpans{}}
 }
 
 // CLIEnv is runner.Options.CLIEnv: the job's span becomes the CLI's parent.

@@ -51,6 +51,8 @@ type Telemetry struct {
 	queue  *boundedProcessor
 	// parent is the trace pneuma was started in (TRACEPARENT), if any.
 	parent context.Context
+	// sessions are the open spans of serve's sessions.
+	sessions sessions
 }
 
 // Setup reads the OTEL_* settings and starts what they ask for: OTLP traces
