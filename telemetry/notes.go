@@ -85,21 +85,22 @@ func (o *Observer) recordJob(res *report.Job) {
 	}
 	if len(res.ModelUsage) > 0 {
 		for model, mu := range res.ModelUsage {
-			o.tokens(model, report.Usage{InputTokens: mu.InputTokens, OutputTokens: mu.OutputTokens,
+			recordTokens(o.inst, model, report.Usage{InputTokens: mu.InputTokens, OutputTokens: mu.OutputTokens,
 				CacheReadInputTokens: mu.CacheReadInputTokens, CacheCreationInputTokens: mu.CacheCreationInputTokens})
 		}
 		return
 	}
-	o.tokens(modelOr(res.Model), res.Usage)
+	recordTokens(o.inst, modelOr(res.Model), res.Usage)
 }
 
-func (o *Observer) tokens(model string, u report.Usage) {
+// recordTokens adds usage to the token counter, by kind.
+func recordTokens(inst *instruments, model string, u report.Usage) {
 	for _, k := range []struct {
 		kind string
 		n    int64
 	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cache_read", u.CacheReadInputTokens}, {"cache_creation", u.CacheCreationInputTokens}} {
 		if k.n > 0 {
-			o.inst.tokens.Add(context.Background(), k.n, metric.WithAttributes(attribute.String("kind", k.kind), attribute.String("model", model)))
+			inst.tokens.Add(context.Background(), k.n, metric.WithAttributes(attribute.String("kind", k.kind), attribute.String("model", model)))
 		}
 	}
 }

@@ -143,7 +143,7 @@ func (o *Observer) attemptStarted(e runner.Event) {
 		return
 	}
 	o.endAttempt(j, e.Time)
-	j.attempts++
+	j.attempts, j.turnCtx = j.attempts+1, nil
 	wait := time.Duration(e.WaitMS) * time.Millisecond
 	j.attemptCtx, j.attempt = o.tracer.Start(j.ctx, SpanAttempt, trace.WithTimestamp(e.Time.Add(-wait)), trace.WithAttributes(
 		attribute.String("pneuma.job", e.Job), attribute.Int("pneuma.attempt", j.attempts), attribute.Int64("pneuma.queue_wait_ms", e.WaitMS)))
@@ -208,7 +208,9 @@ func (o *Observer) turnFinished(e runner.Event) {
 	if e.ErrorStatus != nil {
 		j.turn.SetAttributes(attribute.Int("http.response.status_code", *e.ErrorStatus))
 	}
-	failIf(j.turn, map[bool]string{true: report.StatusFailed}[e.Status == "error"], e.Error)
+	if e.Status == "error" {
+		j.turn.SetStatus(codes.Error, safe(firstNonEmpty(e.Error, "the turn's result is an error")))
+	}
 	o.endTurn(j, e.Time)
 }
 

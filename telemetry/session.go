@@ -115,7 +115,7 @@ func (t *Telemetry) sessionResult(s *sessionSpans, data json.RawMessage, now tim
 		t.inst.cost.Add(ctx, spent, metric.WithAttributes(attribute.String("model", model)))
 		s.cost = res.TotalCostUSD
 	}
-	(&Observer{inst: t.inst}).tokens(model, res.Usage)
+	recordTokens(t.inst, model, res.Usage)
 	if s.turn == nil {
 		return
 	}
