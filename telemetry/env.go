@@ -97,3 +97,6 @@ func serviceFrom(attrs []attribute.KeyValue) string {
 	}
 	return ""
 }
+
+// zeroSC is no span: the CLI gets no TRACEPARENT of pneuma's.
+var zeroSC trace.SpanContext

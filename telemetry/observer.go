@@ -62,7 +62,7 @@ func (t *Telemetry) Wire(o *runner.Options) {
 	obs := t.Observer()
 	if obs == nil {
 		o.CLIEnv = func(runID, job string, env []string) []string {
-			return cliEnv(runID, job, trace.SpanContext{}, env)
+			return cliEnv(runID, job, zeroSC, env)
 		}
 		return
 	}
