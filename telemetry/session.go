@@ -51,9 +51,23 @@ func (t *Telemetry) SessionEvent(id string, ev runner.SessionEvent) {
 	if t == nil || t.inst == nil {
 		return
 	}
+	status := ""
+	if ev.Type == "status_change" {
+		var st struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(ev.Data, &st)
+		status = st.Status
+	}
 	t.sessions.mu.Lock()
 	defer t.sessions.mu.Unlock()
-	s := t.sessions.get(t, id)
+	s := t.sessions.open[id]
+	if s == nil {
+		if !opensSession(ev.Type, status) {
+			return // what a closed session still says (cli_exited) opens no span
+		}
+		s = t.sessions.start(t, id)
+	}
 	now := time.Now()
 	switch ev.Type {
 	case "session_init":
@@ -64,16 +78,12 @@ func (t *Telemetry) SessionEvent(id string, ev runner.SessionEvent) {
 		s.model = firstNonEmpty(init.Model, s.model)
 		s.span.SetAttributes(attribute.String("gen_ai.request.model", s.model))
 	case "status_change":
-		var st struct {
-			Status string `json:"status"`
-		}
-		_ = json.Unmarshal(ev.Data, &st)
-		s.running = st.Status == runner.SessionRunning
+		s.running = status == runner.SessionRunning
 		if s.running && s.turn == nil {
 			t.startSessionTurn(s, now)
 		}
-		if st.Status == runner.SessionClosed || st.Status == runner.SessionFailed {
-			t.endSession(id, s, st.Status, now)
+		if ended(status) {
+			t.endSession(id, s, status, now)
 		}
 	case "result":
 		t.sessionResult(s, ev.Data, now)
@@ -84,18 +94,32 @@ func (t *Telemetry) SessionEvent(id string, ev runner.SessionEvent) {
 	}
 }
 
-func (ss *sessions) get(t *Telemetry, id string) *sessionSpans {
+// opensSession says whether an event of a session without a span begins
+// one: anything but the events that follow its end.
+func opensSession(typ, status string) bool {
+	switch typ {
+	case "session_init", "result", "assistant":
+		return true
+	case "status_change":
+		return !ended(status)
+	}
+	return false
+}
+
+func ended(status string) bool {
+	return status == runner.SessionClosed || status == runner.SessionFailed
+}
+
+// start opens a session's span.
+func (ss *sessions) start(t *Telemetry, id string) *sessionSpans {
 	if ss.open == nil {
 		ss.open = map[string]*sessionSpans{}
 	}
-	s := ss.open[id]
-	if s == nil {
-		s = &sessionSpans{}
-		s.ctx, s.span = t.tracerOrNoop().Start(t.parent, SpanSession, trace.WithAttributes(
-			attribute.String("pneuma.session_id", id), attribute.String("gen_ai.system", "anthropic"),
-			attribute.String("gen_ai.operation.name", "invoke_agent")))
-		ss.open[id] = s
-	}
+	s := &sessionSpans{}
+	s.ctx, s.span = t.tracerOrNoop().Start(t.parent, SpanSession, trace.WithAttributes(
+		attribute.String("pneuma.session_id", id), attribute.String("gen_ai.system", "anthropic"),
+		attribute.String("gen_ai.operation.name", "invoke_agent")))
+	ss.open[id] = s
 	return s
 }
 
