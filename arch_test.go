@@ -16,17 +16,19 @@ import (
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/pneuma-cli/pneuma/"
 	forbidden := map[string][]string{
-		"claude":   {"cmd", "runner", "worktree", "history", "report", "policy"},
-		"worktree": {"cmd", "runner", "claude", "history", "report", "policy"},
-		"history":  {"cmd", "runner", "worktree", "report", "policy"},
-		"report":   {"cmd", "runner", "claude", "worktree", "history", "policy"},
-		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report"},
-		"runner":   {"cmd", "serve"},
-		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve"},
+		"claude":   {"cmd", "runner", "worktree", "history", "report", "policy", "telemetry"},
+		"worktree": {"cmd", "runner", "claude", "history", "report", "policy", "telemetry"},
+		"history":  {"cmd", "runner", "worktree", "report", "policy", "telemetry"},
+		"report":   {"cmd", "runner", "claude", "worktree", "history", "policy", "telemetry"},
+		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report", "telemetry"},
+		"runner":   {"cmd", "serve", "telemetry"},
+		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 		// serve holds no lifecycle logic: it reaches the CLI, git and policy
 		// only through runner.
-		"serve":     {"cmd", "claude", "worktree", "policy"},
-		"serve/web": {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve"},
+		"serve": {"cmd", "claude", "worktree", "policy", "telemetry"},
+		// telemetry reads runner's events and the report; it drives nothing.
+		"telemetry": {"cmd", "serve", "claude", "worktree", "policy", "history"},
+		"serve/web": {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 	}
 	cliLibs := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "github.com/schollz/progressbar/v3"}
 	for pkg, banned := range forbidden {
@@ -63,7 +65,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "serve", "serve/web", "usage"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "serve", "serve/web", "usage", "telemetry"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

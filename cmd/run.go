@@ -180,6 +180,12 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	ropts := runner.Options{Git: git, Reporter: rep, Keep: keep, FailFast: o.FailFast,
 		Kill: killSignal(ctx), StopGrace: o.StopGrace, Pool: o.Pool}
+	tel, stopTelemetry, err := startTelemetry(ctx, io, false)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	tel.Wire(&ropts)
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)

@@ -51,6 +51,7 @@ type ServeOptions struct {
 	ClientMaxTurns        int           `mapstructure:"client_max_turns"`
 	ClientMaxBudgetUSD    float64       `mapstructure:"client_max_budget_usd"`
 	ClientMaxTimeout      time.Duration `mapstructure:"client_max_timeout"`
+	MetricsAddr           string        `mapstructure:"metrics_addr"`
 }
 
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
@@ -124,6 +125,7 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.StringArray("allow-origin", nil, "a foreign browser origin allowed to call the API (repeatable; * for any)")
 	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
+	f.String("metrics-addr", "", "serve /metrics on this address of its own, without a token (default: /metrics on --addr, behind the token)")
 	return cmd
 }
 
@@ -153,6 +155,21 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 	cfg, err := serveConfig(ctx, io, o, wd, token)
 	if err != nil {
 		return err
+	}
+	tel, stopTelemetry, err := startTelemetry(ctx, io, true)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	cfg.Telemetry, cfg.Metrics, cfg.Counters, cfg.SessionEvents = tel.Wire, tel.MetricsHandler(), tel, tel.SessionEvent
+	if o.MetricsAddr != "" {
+		addr, stop, err := serveMetrics(o.MetricsAddr, cfg.Metrics)
+		if err != nil {
+			return &ExitError{Code: ExitEnvironment, Err: err}
+		}
+		defer stop()
+		cfg.Metrics = nil
+		fmt.Fprintf(io.ErrOut, "pneuma serve: metrics at http://%s/metrics\n", addr)
 	}
 	if cfg.Tokens, err = scopedTokens(o, token); err != nil {
 		return err
@@ -189,7 +206,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	ln = netutil.LimitListener(ln, max(o.MaxConns, 1))
 	served := make(chan error, 1)
 	go func() {

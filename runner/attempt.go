@@ -55,7 +55,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		a.status, a.reason = report.StatusSkipped, report.ReasonBudget
 		return a
 	}
-	env := childEnv(r.opts.Environ, job.Env)
+	env := r.cliEnv(job.Name, childEnv(r.opts.Environ, job.Env))
 	// Before resuming, price what the transcript already holds, so that an
 	// estimate for this attempt counts only its own calls.
 	var before float64
@@ -73,6 +73,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	}
 	defer r.gate.release()
 	a.waited = time.Since(waitStart)
+	r.observeStart(job.Name, a.waited)
 	cliStart := time.Now()
 	defer func() { a.cli = time.Since(cliStart) }()
 	p, err := startCLI(ctx, cliSpec{

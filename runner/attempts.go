@@ -38,6 +38,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		if limited {
 			last.reason = report.ReasonUsageLimit
 		}
+		r.observeAttempt(job.Name, number, &last)
 		if overloadAnswer(last) {
 			r.gate.overloaded()
 		}

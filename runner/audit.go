@@ -54,6 +54,9 @@ type audit struct {
 	denied   map[string]bool
 	writeErr error
 	closed   bool
+	// onCall, when set, is told of each entry as it is written (telemetry);
+	// it is called with mu held and must not call back.
+	onCall func(auditEntry)
 }
 
 // newAudit returns a job's audit, written to path from its first entry.
@@ -167,6 +170,9 @@ func (a *audit) close() error {
 func (a *audit) write(e *auditEntry) {
 	if a.closed {
 		return
+	}
+	if a.onCall != nil {
+		a.onCall(*e)
 	}
 	data, err := json.Marshal(e)
 	if err == nil {

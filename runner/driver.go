@@ -39,7 +39,7 @@ func (d *driver) loop(ctx context.Context) string {
 	} else {
 		d.sendFirst()
 	}
-	st := &stopper{p: d.p, grace: d.r.opts.StopGrace}
+	st := &stopper{p: d.p, grace: d.r.opts.StopGrace, onStop: d.r.stopObserver(d.job.Name)}
 	defer st.wait()
 	t := newJobTimers(d.job.Timeout, d.job.IdleTimeout)
 	defer t.stop()
@@ -96,6 +96,7 @@ func (d *driver) loop(ctx context.Context) string {
 func (d *driver) sendFirst() {
 	if err := d.p.SendUser(d.prompts[0]); err == nil {
 		d.sent = 1 // else the process died already; its stdout says why
+		d.r.observeTurn(d.job.Name, d.results+1)
 	}
 }
 
@@ -150,6 +151,7 @@ func (d *driver) handle(ev claude.Event) action {
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)
 	case isResult:
+		d.r.observeResult(d.job.Name, d.results, ev.Result, d.served)
 		return d.afterResult(ev.Result)
 	}
 	return actNone
@@ -161,6 +163,7 @@ func (d *driver) afterResult(res *claude.Result) action {
 	if !res.IsError && d.results < len(d.prompts) && d.sent < len(d.prompts) {
 		if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
 			d.sent++
+			d.r.observeTurn(d.job.Name, d.results+1)
 			return actNone
 		}
 	}
@@ -185,6 +188,7 @@ func (d *driver) verified(vr report.VerifyRound) action {
 		d.final = true
 		return actFinal
 	}
+	d.r.observeTurn(d.job.Name, d.results+1)
 	return actNone
 }
 
@@ -204,6 +208,7 @@ type stopper struct {
 	grace  time.Duration
 	reason string // why the stop began; "" while none has
 	done   chan struct{}
+	onStop func(reason string) // told when the ladder begins; may be nil
 }
 
 // stop begins the stop ladder for reason, unless a stop has begun already.
@@ -212,6 +217,9 @@ func (s *stopper) stop(ctx context.Context, reason string) {
 		return
 	}
 	s.reason, s.done = reason, make(chan struct{})
+	if s.onStop != nil {
+		s.onStop(reason)
+	}
 	go func() {
 		defer close(s.done)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*s.grace+5*time.Second)

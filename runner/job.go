@@ -53,6 +53,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return failed(res, report.ReasonWorkspace, err)
 	}
 	defer records.close() // for the early returns; closed below with its error kept
+	records.audit.onCall = r.toolObserver(job.Name)
 	r.started(job, start)
 
 	sessionID := r.attempts(ctx, job, records, prior, &res)

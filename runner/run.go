@@ -38,6 +38,42 @@ const (
 	EventUsageReserve = "usage_reserve"
 )
 
+// Fine event types: the inside of a job, sent only to Options.Observer
+// (telemetry), never to Reporter, so that --json and the server's event
+// logs keep their shape.
+const (
+	// EventAttemptStarted: an attempt's CLI starts (WaitMS: its wait for a
+	// start slot). EventAttemptFinished ends it (Status, Reason, Error,
+	// CostUSD, DurationMS).
+	EventAttemptStarted  = "attempt_started"
+	EventAttemptFinished = "attempt_finished"
+	// EventTurnStarted: a prompt went to the CLI (Turn counts them per
+	// attempt). EventTurnFinished: its result came (Status, CostUSD: the
+	// process's cumulative cost, Usage, Model, DurationMS).
+	EventTurnStarted  = "turn_started"
+	EventTurnFinished = "turn_finished"
+	// EventToolCall: a tool call ended (or never got a result); Tool says
+	// which, how it was decided and how it went.
+	EventToolCall = "tool_call"
+	// EventStopping: pneuma began the stop ladder of a job's CLI (Reason).
+	EventStopping = "stopping"
+)
+
+// ToolCall is one tool call of a tool_call event. Input is a short summary
+// of its input with secrets redacted.
+type ToolCall struct {
+	Name      string    `json:"name"`
+	ToolUseID string    `json:"tool_use_id"`
+	Input     string    `json:"input"`
+	Decision  string    `json:"decision"`
+	Rule      string    `json:"rule,omitempty"`
+	Via       string    `json:"via,omitempty"`
+	Agent     string    `json:"agent,omitempty"`
+	OK        *bool     `json:"ok"`
+	Error     string    `json:"error,omitempty"`
+	Started   time.Time `json:"started"`
+}
+
 // Event is one thing that happened during a run, for progress displays and
 // `--json` consumers. Fields not relevant to a type are empty.
 type Event struct {
@@ -64,9 +100,19 @@ type Event struct {
 	// Message is a line for people (usage_limit_wait, usage_reserve).
 	Message string `json:"message,omitempty"`
 	// SpentUSD is the run's spend so far.
-	SpentUSD float64        `json:"spent_usd"`
-	Result   *report.Job    `json:"result,omitempty"`
-	Report   *report.Report `json:"report,omitempty"`
+	SpentUSD float64     `json:"spent_usd"`
+	Result   *report.Job `json:"result,omitempty"`
+	// The fields of the fine events (Options.Observer).
+	Turn       int            `json:"turn,omitempty"`
+	Status     string         `json:"status,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	Model      string         `json:"model,omitempty"`
+	CostUSD    float64        `json:"cost_usd,omitempty"`
+	Usage      *report.Usage  `json:"usage,omitempty"`
+	WaitMS     int64          `json:"wait_ms,omitempty"`
+	DurationMS int64          `json:"duration_ms,omitempty"`
+	Tool       *ToolCall      `json:"tool,omitempty"`
+	Report     *report.Report `json:"report,omitempty"`
 }
 
 // Reporter receives run events. Run calls it from several goroutines at
@@ -82,6 +128,14 @@ type Options struct {
 	Git *worktree.Manager
 	// Reporter receives progress events; nil for none.
 	Reporter Reporter
+	// Observer receives every event Reporter does and the fine ones
+	// (attempts, turns, tool calls, stops); nil for none (telemetry off:
+	// the fine events are not even built).
+	Observer Reporter
+	// CLIEnv, when set, may change the environment of a job's CLI (it gets
+	// the run id, the job's name and the environment pneuma built);
+	// telemetry adds OTEL_RESOURCE_ATTRIBUTES and TRACEPARENT.
+	CLIEnv func(runID, job string, env []string) []string
 	// Keep says which worktrees stay after their job (default on-failure).
 	Keep KeepPolicy
 	// FailFast stops the run at the first failed job.
@@ -138,6 +192,9 @@ func (o *Options) defaults() {
 	if o.Reporter == nil {
 		o.Reporter = nopReporter{}
 	}
+	if o.Observer != nil {
+		o.Reporter = teeReporter{o.Reporter, o.Observer}
+	}
 	if o.Git == nil {
 		o.Git = worktree.New()
 	}
@@ -155,6 +212,31 @@ func (o *Options) defaults() {
 type nopReporter struct{}
 
 func (nopReporter) Event(Event) {}
+
+// teeReporter sends each event to the Reporter and then the Observer.
+type teeReporter struct{ a, b Reporter }
+
+func (t teeReporter) Event(e Event) {
+	t.a.Event(e)
+	t.b.Event(e)
+}
+
+// observe sends a fine event to the Observer, if there is one.
+func (r *run) observe(e Event) {
+	if r.opts.Observer == nil {
+		return
+	}
+	e.Time, e.RunID = time.Now(), r.plan.RunID
+	r.opts.Observer.Event(e)
+}
+
+// cliEnv lets Options.CLIEnv change a job's CLI environment.
+func (r *run) cliEnv(job string, env []string) []string {
+	if r.opts.CLIEnv == nil {
+		return env
+	}
+	return r.opts.CLIEnv(r.plan.RunID, job, env)
+}
 
 // run is the state of one Run call.
 type run struct {

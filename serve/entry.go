@@ -116,6 +116,7 @@ func (e *entry) append(typ string, fields any) (int64, error) {
 // onEvent is runner's OnEvent: into the log, and session.json is saved
 // soon after a change of status or a result.
 func (e *entry) onEvent(ev SessionEvent) {
+	e.cfg.sessionEvent(e.id, ev)
 	seq, err := e.log.Append(ev.Type, eventObject(ev.Type, time.Now(), ev.Data))
 	if err != nil {
 		e.cfg.Logf("session %s: event %s: %v", e.id, ev.Type, err)

@@ -52,6 +52,7 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "GET /", Auth: AuthNone, handler: s.console},
 		{Pattern: "OPTIONS /api/", Auth: AuthNone, handler: s.preflight},
 		{Pattern: "GET /api/health", handler: s.health},
+		{Pattern: "GET /metrics", handler: s.metrics},
 
 		{Pattern: "POST /api/sessions", handler: s.admitSession},
 		{Pattern: "GET /api/sessions", handler: s.listSessions},

@@ -277,12 +277,16 @@ func readProblem(name string, err error) string {
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
 func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
-	return runner.Run(ctx, p, runner.Options{
+	o := runner.Options{
 		Reporter: rep,
 		Kill:     s.cfg.Kill,
 		Environ:  s.cfg.Environ,
 		Pool:     -1,
-	})
+	}
+	if s.cfg.Telemetry != nil {
+		s.cfg.Telemetry(&o)
+	}
+	return runner.Run(ctx, p, o)
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {

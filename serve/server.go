@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // Config is the server's settings.
@@ -63,6 +65,14 @@ type Config struct {
 	AuthTimeout time.Duration
 	// Logf logs server errors (default: none). The token never reaches it.
 	Logf func(format string, args ...any)
+	// Metrics serves /metrics (Prometheus text, behind the token); nil: 404.
+	Metrics http.Handler
+	// Telemetry, when set, adds telemetry to each run's options.
+	Telemetry func(*runner.Options)
+	// Counters count the WebSocket fan-out for metrics; nil: none.
+	Counters Counters
+	// SessionEvents, when set, sees every session's events (telemetry).
+	SessionEvents func(id string, ev SessionEvent)
 }
 
 func (c *Config) defaults() {

@@ -251,6 +251,7 @@ func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
 	for {
 		evs, err := sub.Next(ctx)
 		if errors.Is(err, eventlog.ErrSlow) {
+			c.s.countDropped()
 			c.conn.Close(CloseSlow, fmt.Sprintf(`{"last_seq":%d}`, c.delivered.Load()))
 			return
 		}
@@ -283,6 +284,7 @@ func (c *wsConn) writeBatch(ctx context.Context, evs []eventlog.Event) error {
 		return err
 	}
 	c.delivered.Store(evs[len(evs)-1].Seq)
+	c.s.countSent(len(evs))
 	return nil
 }
 
