@@ -89,23 +89,37 @@ func (d *driver) loop(ctx context.Context) string {
 				d.act(actFinal, t, v)
 			}
 		case <-timerC(t.timeout):
-			st.stop(ctx, report.ReasonTimeout)
+			d.stop(ctx, st, report.ReasonTimeout)
 		case <-timerC(t.idle):
 			if d.client != nil && d.client.asking() {
 				t.resetIdle() // a person decides a permission request: no silence of the CLI's
 				continue
 			}
-			st.stop(ctx, report.ReasonIdleTimeout)
+			d.stop(ctx, st, report.ReasonIdleTimeout)
 		case <-timerC(t.linger):
 			st.stop(ctx, "linger") // hung after its result: stop it, keep the result
 		case <-done:
 			done = nil
-			st.stop(ctx, stopReason(ctx))
+			d.stop(ctx, st, stopReason(ctx))
 		case <-kill:
 			kill = nil
 			_ = d.p.Kill() // the group is gone either way; Wait reports how it ended
 		}
 	}
+}
+
+// stop begins the stop ladder for a timeout or ctx's end; a session's
+// client learns first why its turn is stopped.
+func (d *driver) stop(ctx context.Context, st *stopper, reason string) {
+	if d.client != nil && !st.started() {
+		if d.sent == d.results {
+			// A session ending between turns: its last turn's outcome
+			// stands, as if the CLI ended by itself.
+			reason = ""
+		}
+		d.client.stopping(reason)
+	}
+	st.stop(ctx, reason)
 }
 
 // sendFirst sends the attempt's first prompt (a session's: every message
@@ -274,6 +288,8 @@ type client interface {
 	ended(a *attempt, cut bool)
 	// observe sees every event of the CLI, in order.
 	observe(ev claude.Event)
+	// stopping says why pneuma stops the CLI (a turn it cuts ends so).
+	stopping(reason string)
 	// asking reports that a permission request waits for a person;
 	// asker is who answers the permission prompts (nil: the CLI's mode).
 	asking() bool

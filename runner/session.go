@@ -47,13 +47,14 @@ type Session struct {
 	inflight []string // messages sent that no result answered yet
 	resumed  bool     // the current process resumes a CLI session
 	initSeen bool     // the current process wrote its init line
-	// interrupted: a client interrupted the running turn.
-	interrupted bool
-	pending     map[string]*pendingPermission
-	answered    map[string]bool
-	lastChange  string // the last content_update sent, to send only news
-	closed      bool
-	failed      bool // the run ended by itself: no more messages
+	// stopReason says why the running turn is being stopped (a client's
+	// interrupt, a timeout, the session's end); "" while it is not.
+	stopReason string
+	pending    map[string]*pendingPermission
+	answered   map[string]bool
+	lastChange string // the last content_update sent, to send only news
+	closed     bool
+	failed     bool // the run ended by itself: no more messages
 }
 
 // accounts are what a session's finished CLI processes spent.

@@ -49,7 +49,7 @@ func (s *Session) Interrupt() error {
 	if s.proc == nil || len(s.inflight) == 0 {
 		return nil // no turn to interrupt
 	}
-	s.interrupted = true
+	s.stopReason = report.ReasonInterrupted
 	return s.proc.Interrupt()
 }
 
@@ -90,6 +90,15 @@ func (s *Session) take() []string {
 	s.queue = nil
 	s.inflight = append(s.inflight, msgs...)
 	return msgs
+}
+
+// stopping notes why pneuma stops the CLI: the turn it cuts ends so.
+func (s *Session) stopping(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inflight) > 0 {
+		s.stopReason = reason
+	}
 }
 
 // asking reports that a permission request waits for a client.
@@ -136,7 +145,7 @@ func (s *Session) ended(a *attempt, cut bool) {
 	}
 	s.account()
 	s.base = accounts{cost: s.st.CostUSD, turns: s.st.NumTurns, usage: s.st.Usage}
-	s.proc, s.t, s.st.CLIPid = nil, tally{}, 0
+	s.proc, s.t, s.st.CLIPid, s.stopReason = nil, tally{}, 0, ""
 	data := map[string]any{"exit_code": a.exit.Code}
 	if a.exit.Signal != "" {
 		data["signal"] = a.exit.Signal
@@ -275,10 +284,11 @@ func (s *Session) onResult(res *claude.Result) {
 		"total_cost_usd": s.st.CostUSD, "duration_ms": res.DurationMS, "usage": res.Usage, "errors": res.Errors,
 	})
 	v := turnVerdict(res, s.t.rateLimit)
-	if s.interrupted && res.IsError {
-		v = verdict{status: report.StatusInterrupted, reason: report.ReasonInterrupted}
+	if s.stopReason != "" && res.IsError { // the turn was cut: that is why it ended
+		j := s.plan.Job
+		v = classify(outcome{last: res, results: 1, prompts: 1, final: true, stopped: s.stopReason, timeout: j.Timeout, idleTimeout: j.IdleTimeout})
 	}
-	s.interrupted = false
+	s.stopReason = ""
 	s.endTurn(v)
 	if len(s.inflight) == 0 && len(s.pending) == 0 {
 		s.setStatus(SessionIdle)
