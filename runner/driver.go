@@ -136,6 +136,9 @@ func (d *driver) sendFirst(t *jobTimers) {
 		}
 		d.sent++
 	}
+	if d.client != nil {
+		d.sendMore(t) // messages that came while the attempt waited for the gate or its start
+	}
 }
 
 // sendMore sends the messages a session's client sent since; each is a

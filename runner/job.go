@@ -50,7 +50,8 @@ func (r *run) openJob(ctx context.Context, job *Job) (jr *jobRun, ok bool) {
 		jr.res = r.skipped(job, report.ReasonBudget)
 		return jr, false
 	}
-	if jr.prior == nil || jr.prior.State != StateRunning {
+	// A session opens at once; its CLI starts pass the gate (attempt).
+	if r.client == nil && (jr.prior == nil || jr.prior.State != StateRunning) {
 		if err := r.admit(ctx); errors.Is(err, errHeld) {
 			jr.res = r.skipped(job, report.ReasonUsageLimit)
 			jr.res.Error = r.heldError()

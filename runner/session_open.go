@@ -79,6 +79,9 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 	opts.defaults()
 	r := newRun(p, opts, j)
 	r.client = s
+	if o.Gate != nil {
+		r.gate = o.Gate.g
+	}
 	r.loadSpare(job)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	jr, ok := r.openJob(runCtx, job)

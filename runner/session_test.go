@@ -415,3 +415,53 @@ func mustSpec(t *testing.T, body string) *runner.SessionSpec {
 	}
 	return spec
 }
+
+// Sessions that share a gate share a usage limit's hold: the limit one
+// session meets holds the next CLI start of another until the reset, as
+// it holds the other jobs of a run.
+func TestSessionsShareAUsageLimitHold(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	var mu sync.Mutex
+	limited, otherAt := false, time.Time{}
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Contains("other") {
+			if otherAt.IsZero() {
+				otherAt = time.Now()
+			}
+			return fakeapi.Text("other done")
+		}
+		if !limited {
+			limited = true
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("held one done")
+	})
+	env := claudetest.NewEnv(t, api.URL, subscription...)
+	gate := runner.NewSessionGate()
+	open := func(id string, ev *events) *runner.Session {
+		s, err := runner.OpenSession(context.Background(), mustSpec(t, `{}`), runner.SessionOptions{
+			ID: id, Dir: runner.StateDir(t.TempDir()).Session(id), WorkDir: repo, Binary: claudetest.Binary(t),
+			Environ: env.Environ(), OnEvent: ev.add, StopGrace: 500 * time.Millisecond, Gate: gate,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = s.Close(context.Background()) })
+		return s
+	}
+	evA, evB := &events{}, &events{}
+	a, b := open("held", evA), open("other", evB)
+	_ = a.Send("first")
+	evA.wait(t, "usage_limit_wait", "")
+	_ = b.Send("other words")
+	evB.wait(t, "turn_end", `"status":"succeeded"`)
+	evA.wait(t, "turn_end", `"status":"succeeded"`)
+	mu.Lock()
+	defer mu.Unlock()
+	if otherAt.Before(reset) {
+		t.Errorf("the other session's CLI asked the API at %v, before the reset %v", otherAt, reset)
+	}
+}
