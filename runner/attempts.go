@@ -33,7 +33,6 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		}
 		a := r.attempt(ctx, job, rec, sessionID, cont)
 		if a.unstarted && r.client != nil && a.status == "" {
-			number--
 			break // the session ended between turns: its last turn stands
 		}
 		last, cont = a, r.client == nil
