@@ -76,22 +76,22 @@ type lifecycleCase struct {
 
 const bypass = `"permission_mode":"bypassPermissions","env":{"IS_SANDBOX":"1"}`
 
-// sleepy runs a 15 s Bash call, then answers.
+// sleepy runs a 30 s Bash call, then answers.
 func sleepy(d *door, r *fakeapi.Request) fakeapi.Response {
 	if r.HasToolResult() {
 		return fakeapi.Text("slept")
 	}
 	d.signal()
-	return fakeapi.ToolUse(fakeapi.Bash("sleep 15"))
+	return fakeapi.ToolUse(fakeapi.Bash("sleep 30"))
 }
 
 func lifecycleCases() []lifecycleCase {
 	usageReset := func() time.Time { return time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second) }
 	return []lifecycleCase{
 		{name: "timeout", fields: bypass + `,"timeout":"3s"`, script: sleepy,
-			first: "failed/timeout", last: "failed/timeout", within: 12 * time.Second},
+			first: "failed/timeout", last: "failed/timeout", within: 25 * time.Second},
 		{name: "idle timeout", fields: bypass + `,"idle_timeout":"2s"`, script: sleepy,
-			first: "failed/idle_timeout", last: "failed/idle_timeout", within: 12 * time.Second},
+			first: "failed/idle_timeout", last: "failed/idle_timeout", within: 25 * time.Second},
 		{name: "usage limit held then continued", fields: `"model":"sonnet"`, env: subscription,
 			script: func(d *door, r *fakeapi.Request) fakeapi.Response {
 				if d.call() == 1 {
