@@ -181,6 +181,24 @@ func TestMessageWait(t *testing.T) {
 	}
 }
 
+// A turn that runner cuts (a timeout) has no result: waiting for it ends
+// at its turn_end, and the next turn is still told apart.
+func TestMessageWaitCutTurn(t *testing.T) {
+	b := newBed(t, nil)
+	id := b.createSession()
+	var out struct {
+		Result map[string]any `json:"result"`
+	}
+	resp := b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"too slow","wait":true}`, &out)
+	if resp.StatusCode != 200 || out.Result["type"] != "turn_end" || out.Result["reason"] != "timeout" {
+		t.Fatalf("wait for a cut turn: %d %+v", resp.StatusCode, out)
+	}
+	resp = b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"next","wait":true}`, &out)
+	if resp.StatusCode != 200 || out.Result["type"] != "result" {
+		t.Fatalf("wait for the next turn: %d %+v", resp.StatusCode, out)
+	}
+}
+
 func TestLongPoll(t *testing.T) {
 	b := newBed(t, nil)
 	id := b.createSession()
