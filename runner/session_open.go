@@ -82,7 +82,9 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 	if o.Gate != nil {
 		r.gate = o.Gate.g
 	}
-	r.loadSpare(job)
+	if o.Restore == nil {
+		r.loadSpare(job) // a restored session has its own worktree
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	jr, ok := r.openJob(runCtx, job)
 	if !ok {
