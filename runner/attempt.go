@@ -41,8 +41,10 @@ type attempt struct {
 }
 
 // attempt runs the CLI once in the job's workspace; resume continues an
-// earlier session.
-func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string) (a attempt) {
+// earlier session. A job's attempt sends its prompts (ContinuePrompt when
+// it resumes); a session's waits for its client's messages, unless cont
+// says it continues after a usage-limit hold.
+func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string, cont bool) (a attempt) {
 	a.model = job.Options.Model
 	start := time.Now()
 	defer func() { a.duration = time.Since(start) }()
@@ -50,6 +52,14 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	opts, prompts := job.Options, job.Prompts
 	if resume != "" {
 		opts.Resume, prompts = resume, []string{ContinuePrompt}
+	}
+	if r.client != nil && (!cont || resume == "") {
+		msgs, ok := r.client.wait(ctx)
+		if !ok {
+			a.unstarted = true // the session ended between turns
+			return a
+		}
+		prompts = msgs
 	}
 	if !r.capBudget(&opts) {
 		a.status, a.reason = report.StatusSkipped, report.ReasonBudget
@@ -76,15 +86,26 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	r.observeStart(job.Name, a.waited)
 	cliStart := time.Now()
 	defer func() { a.cli = time.Since(cliStart) }()
-	p, err := startCLI(ctx, cliSpec{
+	spec := cliSpec{
 		binary: firstNonEmpty(job.Binary, r.plan.Binary), dir: job.Dir, env: env, opts: opts,
 		policy: job.Policy, audit: rec.audit, stream: rec.stream, stderr: rec.stderr, stopGrace: r.opts.StopGrace,
-	})
+	}
+	if r.client != nil {
+		spec.ask, spec.raw = r.client.asker(), true // clients get the CLI's lines as written
+	}
+	p, err := startCLI(ctx, spec)
 	if err != nil {
 		a.status, a.reason, a.err = report.StatusFailed, report.ReasonCLIError, err.Error()
+		if r.client != nil {
+			r.client.ended(&a, true)
+		}
 		return a
 	}
-	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit}
+	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit, client: r.client}
+	if r.client != nil {
+		r.client.started(p)
+		defer func() { r.client.ended(&a, d.sent > d.results) }()
+	}
 	stopped := d.loop(ctx)
 	a.exit, err = p.Wait()
 	a.settle(&d, stopped, err, rec.stderr)

@@ -24,13 +24,18 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 	}
 	var last attempt
 	holds, rejected := 0, 0
+	cont := r.client == nil // a session's next CLI waits for its client
 	for {
 		number++
 		if _, ok := r.budgetLeft(); !ok && number > 1 {
 			last.reason = report.ReasonBudget
 			break
 		}
-		last = r.attempt(ctx, job, rec, sessionID)
+		a := r.attempt(ctx, job, rec, sessionID, cont)
+		if a.unstarted && r.client != nil && a.status == "" {
+			break // the session ended between turns: its last turn stands
+		}
+		last, cont = a, r.client == nil
 		if last.unstarted {
 			break // nothing ran: no attempt to account
 		}
@@ -55,6 +60,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			// The held job continues its session after the reset; the
 			// wait is no retry.
 			if holds++; holds <= maxHolds && r.holdForLimit(ctx, job, reset) {
+				cont = true
 				continue
 			}
 			if ctx.Err() != nil { // stopped while held: continued by --resume
@@ -62,12 +68,21 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 			}
 			break
 		}
+		if r.client != nil {
+			if ctx.Err() != nil {
+				break // the session ended
+			}
+			continue // a session's next message resumes its CLI session
+		}
 		if !r.retryAfter(ctx, job, number-rejected, last) {
 			break
 		}
 	}
 	res.Status, res.Reason, res.Error = last.status, last.reason, last.err
-	if last.status == "" { // budget ran out before a retry could start
+	switch {
+	case r.client != nil && last.status == "": // a session closed before its first message
+		res.Status = report.StatusSucceeded
+	case last.status == "": // budget ran out before a retry could start
 		res.Status, res.Reason = report.StatusFailed, report.ReasonBudget
 	}
 	res.SessionID = sessionID

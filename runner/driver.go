@@ -9,16 +9,19 @@ import (
 	"github.com/pneuma-cli/pneuma/report"
 )
 
-// driver runs one attempt's CLI process: it sends the job's prompts one turn
+// driver runs one attempt's CLI process: it sends the prompts one turn
 // after another, runs the verification stage between turns, and decides when
-// to stop the process.
+// to stop the process. A job's prompts are its own; a server session's come
+// from its client (client not nil), one turn per message, for as long as
+// the session is open. Everything else is the same for both.
 type driver struct {
 	r       *run
 	job     *Job
 	p       *claude.Process
-	prompts []string
+	prompts []string // the prompts to send (a session's grow as messages come)
 	audit   *audit
 	env     []string // the CLI's environment, for the verify command
+	client  client   // a server session's client; nil for a job
 
 	tally
 	sent     int  // prompts sent
@@ -36,16 +39,21 @@ func (d *driver) loop(ctx context.Context) string {
 		m := startMCPCheck(ctx, d.p) // the first prompt waits for its answer
 		defer m.close()
 		mcpC = m.c
-	} else {
-		d.sendFirst()
 	}
 	st := &stopper{p: d.p, grace: d.r.opts.StopGrace, onStop: d.r.stopObserver(d.job.Name)}
 	defer st.wait()
-	t := newJobTimers(d.job.Timeout, d.job.IdleTimeout)
+	t := newJobTimers(d.job.Timeout, d.job.IdleTimeout, d.client != nil)
 	defer t.stop()
+	if mcpC == nil {
+		d.sendFirst(t)
+	}
 	v := newVerifier(ctx, d.job.Verify, d.job.Dir, d.env)
 	defer v.close()
 
+	var more <-chan struct{}
+	if d.client != nil {
+		more = d.client.more()
+	}
 	events, done, kill := d.p.Events(), ctx.Done(), d.r.opts.Kill
 	for {
 		select {
@@ -68,7 +76,11 @@ func (d *driver) loop(ctx context.Context) string {
 				d.mcp = servers
 				st.stop(ctx, report.ReasonMCPFailed) // no prompt sent: nothing paid
 			} else if !st.started() {
-				d.sendFirst()
+				d.sendFirst(t)
+			}
+		case <-more:
+			if !st.started() && !d.final {
+				d.sendMore(t)
 			}
 		case vr := <-v.c:
 			v.c = nil
@@ -77,14 +89,18 @@ func (d *driver) loop(ctx context.Context) string {
 				d.act(actFinal, t, v)
 			}
 		case <-timerC(t.timeout):
-			st.stop(ctx, report.ReasonTimeout)
+			d.stop(ctx, st, report.ReasonTimeout)
 		case <-timerC(t.idle):
-			st.stop(ctx, report.ReasonIdleTimeout)
+			if d.client != nil && d.client.asking() {
+				t.resetIdle() // a person decides a permission request: no silence of the CLI's
+				continue
+			}
+			d.stop(ctx, st, report.ReasonIdleTimeout)
 		case <-timerC(t.linger):
 			st.stop(ctx, "linger") // hung after its result: stop it, keep the result
 		case <-done:
 			done = nil
-			st.stop(ctx, stopReason(ctx))
+			d.stop(ctx, st, stopReason(ctx))
 		case <-kill:
 			kill = nil
 			_ = d.p.Kill() // the group is gone either way; Wait reports how it ended
@@ -92,11 +108,54 @@ func (d *driver) loop(ctx context.Context) string {
 	}
 }
 
-// sendFirst sends the attempt's first prompt.
-func (d *driver) sendFirst() {
-	if err := d.p.SendUser(d.prompts[0]); err == nil {
-		d.sent = 1 // else the process died already; its stdout says why
-		d.r.observeTurn(d.job.Name, d.results+1)
+// stop begins the stop ladder for a timeout or ctx's end; a session's
+// client learns first why its turn is stopped.
+func (d *driver) stop(ctx context.Context, st *stopper, reason string) {
+	if d.client != nil && !st.started() {
+		if d.sent == d.results {
+			// A session ending between turns: its last turn's outcome
+			// stands, as if the CLI ended by itself.
+			reason = ""
+		}
+		d.client.stopping(reason)
+	}
+	st.stop(ctx, reason)
+}
+
+// sendFirst sends the attempt's first prompt (a session's: every message
+// that came before its CLI started) and starts a session's turn clocks.
+func (d *driver) sendFirst(t *jobTimers) {
+	n := 1
+	if d.client != nil {
+		n = len(d.prompts)
+		t.turnStarted()
+	}
+	for _, p := range d.prompts[:n] {
+		if err := d.p.SendUser(p); err != nil {
+			return // the process died already; its stdout says why
+		}
+		d.sent++
+		if d.sent == 1 {
+			d.r.observeTurn(d.job.Name, d.results+1)
+		}
+	}
+	if d.client != nil {
+		d.sendMore(t) // messages that came while the attempt waited for the gate or its start
+	}
+}
+
+// sendMore sends the messages a session's client sent since; each is a
+// turn (the CLI queues one that comes while a turn runs).
+func (d *driver) sendMore(t *jobTimers) {
+	for _, m := range d.client.take() {
+		d.prompts = append(d.prompts, m)
+		if d.sent == d.results {
+			t.turnStarted()
+			d.r.observeTurn(d.job.Name, d.results+1)
+		}
+		if d.p.SendUser(m) == nil {
+			d.sent++ // else the process died: its exit ends the attempt
+		}
 	}
 }
 
@@ -112,6 +171,8 @@ func (d *driver) act(a action, t *jobTimers, v *verifier) {
 		// The CLI waits quietly while the command runs: no idle timeout.
 		t.stopIdle()
 		v.start(len(d.rounds) + 1)
+	case actTurnEnd:
+		t.turnEnded() // a session's clocks run only while a turn does
 	}
 }
 
@@ -123,10 +184,14 @@ const (
 	actFinal            // the session's last result is in: close stdin
 	actVerify           // the agent's turn is done: run the verify command
 	actMCPFailed        // expect: {mcp: true} and an MCP server failed: stop now
+	actTurnEnd          // a session's turns are all answered: its clocks stop
 )
 
 // handle updates the driver with one event and says what the loop must do.
 func (d *driver) handle(ev claude.Event) action {
+	if d.client != nil {
+		d.client.observe(ev)
+	}
 	if ev.Type == claude.TypeResult && d.final {
 		// After the final result, a stop may make the CLI write another
 		// (interrupted) one: the job's outcome is the first.
@@ -160,6 +225,9 @@ func (d *driver) handle(ev claude.Event) action {
 // afterResult decides what follows a turn's result: the next prompt, the
 // verification stage, or the end of the session.
 func (d *driver) afterResult(res *claude.Result) action {
+	if d.client != nil {
+		return d.afterTurn(res)
+	}
 	if !res.IsError && d.results < len(d.prompts) && d.sent < len(d.prompts) {
 		if err := d.p.SendUser(d.prompts[d.sent]); err == nil {
 			d.sent++
@@ -172,6 +240,20 @@ func (d *driver) afterResult(res *claude.Result) action {
 	}
 	d.final = true
 	return actFinal
+}
+
+// afterTurn is afterResult in a session: the next turn comes from the
+// client. A usage limit ends the attempt, so that the session is held
+// until the reset and then continues, as a job is.
+func (d *driver) afterTurn(res *claude.Result) action {
+	if _, limited := usageLimit(verdict{status: report.StatusFailed}, d.rateLimit, res); limited && res.IsError {
+		d.final = true
+		return actFinal
+	}
+	if d.results >= d.sent {
+		return actTurnEnd
+	}
+	return actNone
 }
 
 // verified records a verification round and says what comes next: another
@@ -199,6 +281,29 @@ func (d *driver) outcome(exit claude.ExitStatus, stopped string) outcome {
 		invalid: d.invalid, exit: exit, stopped: stopped, mcp: d.mcp, outputRejected: d.outputRejected,
 		verify: d.job.Verify, rounds: d.rounds, timeout: d.job.Timeout, idleTimeout: d.job.IdleTimeout,
 	}
+}
+
+// client is a server session as its driver sees it: where the next
+// messages come from, and who is told what the CLI writes.
+type client interface {
+	// wait returns the messages the client sent, waiting for one; ok is
+	// false when the session ends (ctx) first.
+	wait(ctx context.Context) (msgs []string, ok bool)
+	// more signals that messages came while a CLI runs; take returns them.
+	more() <-chan struct{}
+	take() []string
+	// started and ended bracket each CLI process; cut says a turn was
+	// under way when it ended.
+	started(p *claude.Process)
+	ended(a *attempt, cut bool)
+	// observe sees every event of the CLI, in order.
+	observe(ev claude.Event)
+	// stopping says why pneuma stops the CLI (a turn it cuts ends so).
+	stopping(reason string)
+	// asking reports that a permission request waits for a person;
+	// asker is who answers the permission prompts (nil: the CLI's mode).
+	asking() bool
+	asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse
 }
 
 // stopper runs the stop ladder of a process once, in the background, so
@@ -238,14 +343,38 @@ func (s *stopper) wait() {
 }
 
 // jobTimers are an attempt's clocks: its timeout, its idle timeout, and the
-// grace a CLI gets to exit after its last result.
+// grace a CLI gets to exit after its last result. A job's timeout and idle
+// timeout run from the start of the attempt; a session's (perTurn) from the
+// start of each turn to its end, as the session's attempt is a turn.
 type jobTimers struct {
 	timeout, idle, linger *time.Timer
+	timeoutAfter          time.Duration
 	idleAfter             time.Duration
 }
 
-func newJobTimers(timeout, idle time.Duration) *jobTimers {
-	return &jobTimers{timeout: timerOrNil(timeout), idle: timerOrNil(idle), idleAfter: idle}
+func newJobTimers(timeout, idle time.Duration, perTurn bool) *jobTimers {
+	t := &jobTimers{timeoutAfter: timeout, idleAfter: idle}
+	if !perTurn {
+		t.turnStarted()
+	}
+	return t
+}
+
+// turnStarted starts the timeout and idle clocks unless they run.
+func (t *jobTimers) turnStarted() {
+	if t.timeout == nil && t.idle == nil {
+		t.timeout, t.idle = timerOrNil(t.timeoutAfter), timerOrNil(t.idleAfter)
+	}
+}
+
+// turnEnded stops the timeout and idle clocks until the next turn.
+func (t *jobTimers) turnEnded() {
+	for _, tm := range []*time.Timer{t.timeout, t.idle} {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
+	t.timeout, t.idle = nil, nil
 }
 
 func (t *jobTimers) resetIdle() {

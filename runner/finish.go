@@ -142,7 +142,11 @@ func (r *run) finishJob(ctx context.Context, job *Job, res *report.Job, rec *rec
 		untouched: job.UseWorktree && watch.Untouched()}
 	var head string
 	if job.UseWorktree {
-		head = f.commitLeftovers(ctx, "run "+r.plan.RunID)
+		of := "run " + r.plan.RunID
+		if r.client != nil {
+			of = "server session " + r.plan.RunID
+		}
+		head = f.commitLeftovers(ctx, of)
 	} else if h, err := r.git.Head(ctx, job.Dir); err == nil {
 		head = h // the job worked in the repository itself; pneuma commits nothing there
 	}
@@ -179,9 +183,20 @@ func (r *run) release(ctx context.Context, f *finish, watch *worktree.Watch) (pa
 	return parked
 }
 
+// setKeep changes the keep policy while the run goes on (a server
+// session's Close and Shutdown differ only in it).
+func (r *run) setKeep(k KeepPolicy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opts.Keep = k
+}
+
 // removeWorktree says whether the keep policy lets a job's worktree go.
 func (r *run) removeWorktree(res *report.Job) bool {
-	switch r.opts.Keep {
+	r.mu.Lock()
+	keep := r.opts.Keep
+	r.mu.Unlock()
+	switch keep {
 	case KeepAlways:
 		return false
 	case KeepNever:

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 )
@@ -211,4 +212,15 @@ func (g *gate) isReserved() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reserved
+}
+
+// SessionGate is the gate a server's sessions share: a usage limit that one
+// session meets holds the CLI starts of every session until its reset.
+// (A session's CLI keeps its start slot for the session's life, so the
+// storm concurrency stays per session.)
+type SessionGate struct{ g *gate }
+
+// NewSessionGate returns a gate for the sessions of one server.
+func NewSessionGate() *SessionGate {
+	return &SessionGate{g: newGate(math.MaxInt32, DefaultStormWindow, DefaultRecoverAfter, func(int, string) {})}
 }

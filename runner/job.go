@@ -16,62 +16,93 @@ import (
 //	driver.go    one attempt's turns, and the verify stage between them
 //	finish.go    commit leftovers, record changes, archive, release the worktree
 //
-// runJob strings them together; a server session (session.go) uses the same
-// stages with turns that come from a client.
+// runJob strings them together. A server session (session.go) is a run of
+// one job through the same functions: openJob when it opens, driveJob
+// until it closes, its prompts coming from its client.
 
 // runJob runs one job through its whole lifecycle and returns its result.
 func (r *run) runJob(ctx context.Context, job *Job) report.Job {
-	start := time.Now()
-	res := r.baseResult(job)
+	jr, ok := r.openJob(ctx, job)
+	if !ok {
+		return jr.res
+	}
+	return r.driveJob(ctx, jr)
+}
+
+// jobRun is a job whose workspace and records are prepared.
+type jobRun struct {
+	job   *Job
+	res   report.Job
+	rec   *records
+	ws    workspace
+	prior *JobState
+	start time.Time
+}
+
+// openJob passes the gate and prepares the job's workspace and records.
+// When it cannot (ok false), jr.res is the job's result.
+func (r *run) openJob(ctx context.Context, job *Job) (jr *jobRun, ok bool) {
+	jr = &jobRun{job: job, start: time.Now(), res: r.baseResult(job)}
 	rec := JobDir(job.JobDir)
-	res.Stream = rec.Stream()
-	prior := r.journal.state(job.Name)
+	jr.res.Stream = rec.Stream()
+	jr.prior = r.journal.state(job.Name)
 	if _, ok := r.budgetLeft(); !ok {
-		return r.skipped(job, report.ReasonBudget)
+		jr.res = r.skipped(job, report.ReasonBudget)
+		return jr, false
 	}
-	if prior == nil || prior.State != StateRunning {
+	// A session opens at once; its CLI starts pass the gate (attempt).
+	if r.client == nil && (jr.prior == nil || jr.prior.State != StateRunning) {
 		if err := r.admit(ctx); errors.Is(err, errHeld) {
-			res := r.skipped(job, report.ReasonUsageLimit)
-			res.Error = r.heldError()
-			return res
+			jr.res = r.skipped(job, report.ReasonUsageLimit)
+			jr.res.Error = r.heldError()
+			return jr, false
 		} else if err != nil {
-			return r.skipped(job, stopReason(ctx))
+			jr.res = r.skipped(job, stopReason(ctx))
+			return jr, false
 		}
 	}
-
-	ws, err := r.prepareWorkspace(ctx, job, prior)
-	res.Timings.WorktreeMS = time.Since(start).Milliseconds()
-	defer func() { closeWatch(ws.watch) }() // unless parked with the worktree
+	ws, err := r.prepareWorkspace(ctx, job, jr.prior)
+	jr.res.Timings.WorktreeMS = time.Since(jr.start).Milliseconds()
+	jr.ws = ws
 	if err != nil {
+		closeWatch(ws.watch)
 		if !ws.created {
-			res.Worktree, res.Branch = "", ""
+			jr.res.Worktree, jr.res.Branch = "", ""
 		}
-		return failed(res, report.ReasonWorkspace, err)
+		jr.res = failed(jr.res, report.ReasonWorkspace, err)
+		return jr, false
 	}
-	records, err := openRecords(rec, r.opts.StderrLimit)
-	if err != nil {
-		return failed(res, report.ReasonWorkspace, err)
+	if jr.rec, err = openRecords(rec, r.opts.StderrLimit); err != nil {
+		closeWatch(ws.watch)
+		jr.res = failed(jr.res, report.ReasonWorkspace, err)
+		return jr, false
 	}
-	defer records.close() // for the early returns; closed below with its error kept
-	records.audit.onCall = r.toolObserver(job.Name)
-	r.started(job, start)
+	r.started(job, jr.start)
+	return jr, true
+}
 
-	sessionID := r.attempts(ctx, job, records, prior, &res)
+// driveJob runs a prepared job's attempts and its finish stage.
+func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
+	job, res, records := jr.job, &jr.res, jr.rec
+	records.audit.onCall = r.toolObserver(job.Name)
+	defer func() { closeWatch(jr.ws.watch) }() // unless parked with the worktree
+	defer records.close()                      // for a panic; closed below with its error kept
+	sessionID := r.attempts(ctx, job, records, jr.prior, res)
 	records.audit.flush()
 	res.ToolCalls, res.ToolDenials = records.audit.counts()
 	if records.audit.written() {
-		res.Audit = rec.Audit()
+		res.Audit = records.dir.Audit()
 	}
-	if r.finishJob(ctx, job, &res, records, sessionID, ws.watch) {
-		ws.watch = nil // parked with the worktree, for the next job
+	if r.finishJob(ctx, job, res, records, sessionID, jr.ws.watch) {
+		jr.ws.watch = nil // parked with the worktree, for the next job
 	}
-	expectChanges(job, &res)
+	expectChanges(job, res)
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
-	res.DurationMS = time.Since(start).Milliseconds()
-	redactResult(&res)
-	return res
+	res.DurationMS = time.Since(jr.start).Milliseconds()
+	redactResult(res)
+	return *res
 }
 
 // failed ends a job that could not run, for why, with err.

@@ -264,6 +264,9 @@ type run struct {
 	// heldWhy says why the gate stopped new jobs for good ("" while it
 	// has not): the error of the jobs it kept from starting.
 	heldWhy string
+	// client, for a server session's run of one job, is where its
+	// prompts come from; nil for a jobs-file run.
+	client client
 }
 
 // parkedTree is a finished job's clean worktree, waiting for the next job.
@@ -303,13 +306,7 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	}
 	j.startWriter()
 	defer j.stopWriter()
-	r := &run{plan: p, opts: o, journal: j, git: o.Git, tx: transcripts{prices: o.Prices}, waveLeft: p.Concurrency}
-	if r.opts.Pool < 0 {
-		r.opts.Pool = p.Concurrency
-	}
-	r.gate = newGate(p.Concurrency, o.StormWindow, o.RecoverAfter, func(limit int, reason string) {
-		r.event(Event{Type: EventConcurrency, Concurrency: limit, Reason: reason})
-	})
+	r := newRun(p, o, j)
 	r.loadPool()
 	for _, s := range j.Jobs {
 		if s.State == StateFinished && s.Result != nil {
@@ -320,6 +317,19 @@ func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Repo
 	results := r.schedule(ctx)
 	r.settleParked(ctx)
 	return r.conclude(ctx, results)
+}
+
+// newRun is the state of a run of p with options o (defaults applied)
+// and journal j.
+func newRun(p *Plan, o Options, j *Journal) *run {
+	r := &run{plan: p, opts: o, journal: j, git: o.Git, tx: transcripts{prices: o.Prices}, waveLeft: p.Concurrency}
+	if r.opts.Pool < 0 {
+		r.opts.Pool = p.Concurrency
+	}
+	r.gate = newGate(p.Concurrency, o.StormWindow, o.RecoverAfter, func(limit int, reason string) {
+		r.event(Event{Type: EventConcurrency, Concurrency: limit, Reason: reason})
+	})
+	return r
 }
 
 // schedule runs the plan's jobs, at most Concurrency at once, and returns
@@ -465,6 +475,17 @@ func (r *run) loadPool() {
 		for _, dir := range RepoLayout(job.Repo).Spares() {
 			r.park(job.Repo, parkedTree{dir: dir})
 		}
+	}
+}
+
+// loadSpare parks one spare worktree of job's repository's pool, for a
+// server session (a run of one job) to reuse.
+func (r *run) loadSpare(job *Job) {
+	if !job.UseWorktree {
+		return
+	}
+	if spares := RepoLayout(job.Repo).Spares(); len(spares) > 0 {
+		r.park(job.Repo, parkedTree{dir: spares[0]})
 	}
 }
 

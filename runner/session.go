@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,39 +13,48 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/usage"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
-// A Session is a job you talk to: the job fields, worktree, policy, audit,
-// accounting and stop ladder of a job, with turns that come from a client
-// and permission prompts a client may answer. It uses the job lifecycle's
-// stages: prepare (session_open.go), turns (this file), finish (Close).
+// A Session is a job you talk to: a run of one job through the same stages,
+// gate, driver and finish as a job of a jobs file (job.go), whose prompts
+// come from a client, one turn per message, and whose permission prompts a
+// client may answer. OpenSession runs the prepare stage; the session's
+// goroutine then runs its attempts (one CLI process kept across turns,
+// resumed when a message finds none) until Close or Shutdown, then finish.
 type Session struct {
 	o    SessionOptions
 	plan SessionPlan
 	git  *worktree.Manager
-	tx   transcripts
 	rec  *records
 
-	// startMu orders Send's CLI starts and end: a session closing waits
-	// for a start in progress, then stops what it started.
-	startMu sync.Mutex
+	r      *run               // the session's run of its one job
+	cancel context.CancelFunc // ends the run: the session closes
+	done   chan struct{}      // closed when the run ended, res set
+	res    report.Job         // the job's result, once done
+	wake   chan struct{}      // one slot: a message is queued
+
 	// mu guards everything below, and serialises OnEvent calls so that
 	// events reach the server in the order they happened.
-	mu         sync.Mutex
-	st         SessionState
-	proc       *claude.Process
-	readerDone chan struct{} // closed when the current process is fully read
-	t          tally         // of the current process
-	base       accounts      // of the session's earlier processes
-	inflight   []string      // messages sent that no result answered yet
-	resumed    bool          // the current process resumes a CLI session
-	initSeen   bool          // the current process wrote its init line
+	mu       sync.Mutex
+	st       SessionState
+	proc     *claude.Process
+	t        tally    // of the current process
+	base     accounts // of the session's earlier processes
+	queue    []string // messages no CLI has been sent yet
+	inflight []string // messages sent that no result answered yet
+	resumed  bool     // the current process resumes a CLI session
+	initSeen bool     // the current process wrote its init line
+	// stopReason says why the running turn is being stopped (a client's
+	// interrupt, a timeout, the session's end); "" while it is not.
+	stopReason string
 	pending    map[string]*pendingPermission
 	answered   map[string]bool
 	lastChange string // the last content_update sent, to send only news
 	closed     bool
+	failed     bool // the run ended by itself: no more messages
 }
 
 // accounts are what a session's finished CLI processes spent.
@@ -93,7 +103,13 @@ type SessionOptions struct {
 	// reused; the next message resumes its CLI session).
 	Restore *SessionState
 	// IsRoot says pneuma runs as root (bypassPermissions needs IS_SANDBOX then).
-	IsRoot      bool
+	IsRoot bool
+	// Gate, when set, is shared with the server's other sessions (a usage
+	// limit holds them all); nil gives the session a gate of its own.
+	Gate *SessionGate
+	// Limits say how a usage limit holds the session (default: wait for
+	// the reset up to limits.max_wait's default, then continue).
+	Limits      *Limits
 	StopGrace   time.Duration
 	StderrLimit int
 	Git         *worktree.Manager
@@ -126,10 +142,22 @@ type SessionState struct {
 	MessageCount       int                 `json:"message_count"`
 	PendingPermissions []PendingPermission `json:"pending_permissions"`
 	Plan               SessionPlan         `json:"plan"`
+	// LastTurn is how the latest turn ended, decided as a job's attempt is
+	// (report statuses and reasons); nil before the first.
+	LastTurn *TurnOutcome `json:"last_turn,omitempty"`
 	// CLIPid is the session's CLI process while one runs. A server killed
 	// outright leaves it behind; the restored session ends it before it
 	// resumes the CLI session (two processes on one session collide).
 	CLIPid int `json:"cli_pid,omitempty"`
+}
+
+// TurnOutcome is how a turn of a session ended: the status and reason a
+// job's attempt would have (succeeded, or failed with timeout,
+// idle_timeout, api_error, usage_limit, max_turns, ...; interrupted).
+type TurnOutcome struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // PendingPermission is a tool call waiting for a client's decision.
@@ -160,14 +188,17 @@ type SessionEvent struct {
 
 // SessionSummary is what Close leaves: the final state and what changed.
 type SessionSummary struct {
-	State        SessionState `json:"session"`
-	Commit       string       `json:"commit,omitempty"`
-	FilesChanged int          `json:"files_changed"`
-	Insertions   int          `json:"insertions"`
-	Deletions    int          `json:"deletions"`
-	Transcript   string       `json:"transcript,omitempty"`
-	Patch        string       `json:"patch,omitempty"`
-	Warnings     string       `json:"warnings,omitempty"`
+	State SessionState `json:"session"`
+	// Status and Reason are the session's outcome as a job's (its last turn's).
+	Status       string `json:"status"`
+	Reason       string `json:"reason,omitempty"`
+	Commit       string `json:"commit,omitempty"`
+	FilesChanged int    `json:"files_changed"`
+	Insertions   int    `json:"insertions"`
+	Deletions    int    `json:"deletions"`
+	Transcript   string `json:"transcript,omitempty"`
+	Patch        string `json:"patch,omitempty"`
+	Warnings     string `json:"warnings,omitempty"`
 }
 
 // State returns a snapshot of the session.

@@ -2,23 +2,22 @@ package runner
 
 import (
 	"context"
-	"time"
-
-	"github.com/pneuma-cli/pneuma/report"
 )
 
-// Stage 4 of a session: finish, as a job does. Close ends the CLI
-// gracefully, commits leftover work on the session's branch, records what
-// changed, archives the transcript and removes a clean worktree. Shutdown
+// Stage 4 of a session: the finish stage of a job (finish.go). Close ends
+// the session's run: the CLI stops (the stop ladder, as for a job whose run
+// is interrupted), leftover work is committed on the session's branch, what
+// changed is recorded, the transcript archived, and a clean worktree parked
+// as a spare for the next session or run (one with work stays). Shutdown
 // (the server stopping) does the same but keeps the worktree, so that a
 // restarted server resumes the session in it.
 
 // Close ends the session for good and says what it changed.
 func (s *Session) Close(ctx context.Context) (SessionSummary, error) {
-	if err := s.end(ctx); err != nil {
+	if err := s.end(KeepNever); err != nil {
 		return SessionSummary{}, err
 	}
-	sum := s.finish(ctx, true)
+	sum := s.summary()
 	s.mu.Lock()
 	s.setStatus(SessionClosed)
 	sum.State = s.stateLocked()
@@ -30,70 +29,39 @@ func (s *Session) Close(ctx context.Context) (SessionSummary, error) {
 // interrupted, the CLI ends, work is committed, the worktree stays. The
 // state a restart restores is State() after it.
 func (s *Session) Shutdown(ctx context.Context) error {
-	if err := s.end(ctx); err != nil {
+	if err := s.end(KeepAlways); err != nil {
 		return err
 	}
-	s.finish(ctx, false)
 	s.mu.Lock()
 	s.setStatus(SessionIdle)
 	s.mu.Unlock()
 	return nil
 }
 
-// end refuses new messages, denies pending permission requests and stops
-// the CLI (interrupt, stdin EOF, then signals), waiting until it is read to
-// the end.
-func (s *Session) end(ctx context.Context) error {
-	s.startMu.Lock() // a CLI being started is stopped below, not left behind
-	defer s.startMu.Unlock()
+// end refuses new messages, denies pending permission requests, and ends
+// the session's run (its CLI stops; its finish stage runs with keep),
+// waiting until it is done.
+func (s *Session) end(keep KeepPolicy) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrSessionClosed
 	}
 	s.closed = true
+	s.queue = nil
 	s.denyPending()
-	p, done := s.proc, s.readerDone
 	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*s.o.StopGrace+5*time.Second)
-	defer cancel()
-	_ = p.Stop(sctx, s.o.StopGrace) // ends in SIGKILL if it must; the reader reports the exit
-	<-done
+	s.r.setKeep(keep)
+	s.cancel()
+	<-s.done // the finish stage bounds its own time
 	return nil
 }
 
-// finish commits leftovers, records changes and archives the transcript;
-// remove also removes a clean worktree.
-func (s *Session) finish(ctx context.Context, remove bool) SessionSummary {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	j := s.plan.Job
-	res := &report.Job{Status: report.StatusSucceeded}
-	f := &finish{git: s.git, job: j, res: res, rec: s.rec, lapT: time.Now()}
-	var head string
-	if j.UseWorktree {
-		head = f.commitLeftovers(ctx, "server session "+s.o.ID)
-	} else if h, err := s.git.Head(ctx, j.Dir); err == nil {
-		head = h
-	}
-	f.recordChanges(ctx, head)
-	s.mu.Lock()
-	cli := s.st.CLISessionID
-	s.mu.Unlock()
-	f.archiveTranscript(ctx, s.tx, childEnv(s.o.Environ, j.Env), cli)
-	if remove && j.UseWorktree && f.clean {
-		if err := s.git.Remove(ctx, j.Repo, j.Dir); err != nil {
-			f.warn("remove worktree: %v", err)
-		}
-	}
-	if err := s.rec.close(); err != nil {
-		f.warn("%v", err)
-	}
-	return SessionSummary{Commit: res.Commit, FilesChanged: res.FilesChanged, Insertions: res.Insertions,
-		Deletions: res.Deletions, Transcript: res.Transcript, Patch: s.rec.dir.Patch(), Warnings: res.Error}
+// summary is what the session's finished run left.
+func (s *Session) summary() SessionSummary {
+	res := s.res
+	return SessionSummary{Status: res.Status, Reason: res.Reason, Commit: res.Commit, FilesChanged: res.FilesChanged,
+		Insertions: res.Insertions, Deletions: res.Deletions, Transcript: res.Transcript, Patch: s.rec.dir.Patch(), Warnings: res.Error}
 }
 
 // stateLocked is State for a caller that holds mu.

@@ -14,40 +14,99 @@ import (
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
-// OpenSession plans a session and runs its prepare stage: the repository
-// resolved under the roots, the base commit, a worktree on branch
-// pneuma/session/<id> (reused when restoring). The session is idle; its CLI
+// OpenSession plans a session and runs its prepare stage as a job's: the
+// repository resolved under the roots, the base commit, a worktree on
+// branch pneuma/session/<id> (a spare from the repository's pool when there
+// is one; the session's own when restoring). The session is idle; its CLI
 // starts with the first message.
 func OpenSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Session, error) {
 	o.defaults()
 	var plan SessionPlan
+	resume := ""
 	if o.Restore != nil {
 		plan = o.Restore.Plan
 		if plan.Job == nil {
 			return nil, errors.New("restore a session: its saved state has no plan")
 		}
+		resume = o.Restore.CLISessionID
 	} else {
 		job, err := planSession(ctx, spec, o)
 		if err != nil {
 			return nil, err
 		}
 		plan = SessionPlan{Job: job, PermissionPrompt: spec.PermissionPrompt, PermissionTimeout: spec.PermissionWait()}
+		resume = spec.Resume
 	}
-	s := &Session{o: o, plan: plan, git: o.Git, tx: transcripts{prices: o.Prices},
+	job := *plan.Job
+	job.Options.Resume = "" // the journal carries the CLI session to resume
+	s := &Session{o: o, plan: plan, git: o.Git, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		pending: map[string]*pendingPermission{}, answered: map[string]bool{}, lastChange: "[]"}
 	s.st = s.initialState(spec)
-	if err := s.prepare(ctx); err != nil {
+	if o.Restore != nil && job.UseWorktree {
+		reapOrphan(o.Restore.CLIPid, job.Dir, 4*o.StopGrace)
+	}
+	if err := s.openRun(ctx, &job, resume); err != nil {
 		return nil, err
 	}
-	rec, err := openRecords(o.Dir, o.StderrLimit)
-	if err != nil {
-		return nil, err
-	}
-	s.rec = rec
 	s.mu.Lock()
 	s.setStatus(SessionIdle)
 	s.mu.Unlock()
 	return s, nil
+}
+
+// openRun makes the session's run of its one job, runs its prepare stage,
+// and starts the goroutine that drives it until the session ends.
+func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
+	o := s.o
+	p := &Plan{RunID: o.ID, RunDir: string(o.Dir), Binary: o.Binary, Concurrency: 1, Limits: *o.Limits, Jobs: []*Job{job}}
+	var prior *Journal
+	if resume != "" || o.Restore != nil {
+		prior = &Journal{JournalData: JournalData{StartedAt: time.Now().UTC(), Jobs: []*JobState{{Name: job.Name,
+			State: StateRunning, SessionID: resume, WorktreeCreated: o.Restore != nil && job.UseWorktree}}}}
+	}
+	if err := os.MkdirAll(p.RunDir, 0o755); err != nil {
+		return &EnvError{fmt.Errorf("create session directory: %w", err)}
+	}
+	j, err := openJournal(p, prior)
+	if err != nil {
+		return &EnvError{err}
+	}
+	j.startWriter()
+	// Close parks a clean worktree (one with work stays) as a spare that
+	// the next session or run of the repository reuses.
+	opts := Options{Git: o.Git, Reporter: s, Keep: KeepNever, StopGrace: o.StopGrace, StderrLimit: o.StderrLimit,
+		Environ: o.Environ, Prices: o.Prices, Pool: 1}
+	opts.defaults()
+	r := newRun(p, opts, j)
+	r.client = s
+	if o.Gate != nil {
+		r.gate = o.Gate.g
+	}
+	if o.Restore == nil {
+		r.loadSpare(job) // a restored session has its own worktree
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	jr, ok := r.openJob(runCtx, job)
+	if !ok {
+		cancel()
+		r.settleParked(ctx)
+		j.stopWriter()
+		return &EnvError{fmt.Errorf("prepare session %s: %s", o.ID, jr.res.Error)}
+	}
+	s.r, s.rec, s.cancel = r, jr.rec, cancel
+	go func() {
+		defer close(s.done)
+		defer j.stopWriter()
+		res := r.driveJob(runCtx, jr)
+		r.settleParked(runCtx)
+		r.finish(job, &res)
+		if err := j.save(); err != nil {
+			res.Error = joinErr(res.Error, err.Error())
+		}
+		s.res = res
+		s.over(res)
+	}()
+	return nil
 }
 
 func (o *SessionOptions) defaults() {
@@ -66,6 +125,10 @@ func (o *SessionOptions) defaults() {
 	if o.Environ == nil {
 		o.Environ = os.Environ()
 	}
+	if o.Limits == nil {
+		l := LimitsSpec{}.limits()
+		o.Limits = &l
+	}
 }
 
 // initialState is the state of a new session, or the saved one of a
@@ -82,25 +145,6 @@ func (s *Session) initialState(spec *SessionSpec) SessionState {
 	return SessionState{ID: s.o.ID, Name: spec.Job.Name, Status: SessionStarting, Repo: j.Repo, Base: j.Base,
 		Branch: j.Branch, Worktree: j.Dir, Model: j.Options.Model, CreatedAt: time.Now().UTC(),
 		CLISessionID: spec.Resume, PendingPermissions: []PendingPermission{}, Plan: s.plan}
-}
-
-// prepare makes the session's worktree, or finds it again after a restart.
-func (s *Session) prepare(ctx context.Context) error {
-	j := s.plan.Job
-	if !j.UseWorktree {
-		return nil
-	}
-	if _, err := os.Stat(j.Dir); err == nil && s.o.Restore != nil {
-		reapOrphan(s.o.Restore.CLIPid, j.Dir, 4*s.o.StopGrace)
-		return nil
-	}
-	if err := makeWorktreeRoom(s.git, j); err != nil {
-		return err
-	}
-	if err := s.git.Create(ctx, worktree.CreateOptions{Repo: j.Repo, Path: j.Dir, Branch: j.Branch, Base: j.BaseCommit}); err != nil {
-		return &EnvError{fmt.Errorf("create worktree for session %s: %w", s.o.ID, err)}
-	}
-	return nil
 }
 
 // planSession plans a session's job like a job of a jobs file: repository
@@ -143,7 +187,6 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 		j.Dir = RepoLayout(repo).Worktree("sessions", o.ID)
 	}
 	j.Options = cliOptions(js, o.WorkDir)
-	j.Options.Resume = spec.Resume
 	j.Options.PartialMessages = true // clients show text as it streams
 	j.Binary = o.Binary
 	if j.Options.PermissionMode == "bypassPermissions" && o.IsRoot && envLookup(o.Environ)("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {

@@ -189,6 +189,8 @@ func TestSessionTurnsAndPermission(t *testing.T) {
 func TestSessionPermissionOutcomesAndInterrupt(t *testing.T) {
 	repo := claudetest.GitRepo(t)
 	var wt string
+	slow := make(chan struct{}) // closed when the slow request reaches the fake API
+	var slowOnce sync.Once
 	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
 		text := r.Text()
 		switch {
@@ -198,6 +200,7 @@ func TestSessionPermissionOutcomesAndInterrupt(t *testing.T) {
 		case strings.Contains(text, "after"): // its request also holds the interrupted prompt
 			return fakeapi.Text("still here")
 		case strings.Contains(text, "slow"):
+			slowOnce.Do(func() { close(slow) })
 			return fakeapi.Text("slow words come here").WithDelay(20 * time.Second)
 		}
 		name := strings.Fields(text)[0] + ".txt"
@@ -241,12 +244,16 @@ func TestSessionPermissionOutcomesAndInterrupt(t *testing.T) {
 	ev.waitFrom(t, m, "result", "No one answered this permission request")
 
 	_ = s.Send("slow answer")
-	ev.wait(t, "status_change", `"running"`)
-	time.Sleep(500 * time.Millisecond) // the request is in flight at the fake API
+	select { // the request is in flight at the fake API
+	case <-slow:
+	case <-time.After(time.Minute):
+		t.Fatal("the slow request never reached the fake API")
+	}
 	if err := s.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
 	ev.wait(t, "result", `"subtype":"error_during_execution"`)
+	ev.wait(t, "turn_end", `"status":"interrupted"`)
 	_ = s.Send("after the interrupt")
 	ev.wait(t, "result", `"result":"still here"`)
 	if n := ev.count("cli_started"); n != 1 {
@@ -359,5 +366,102 @@ func TestSessionStateDuringStart(t *testing.T) {
 	}
 	if n := ev2.count("cli_started"); n != ev2.count("cli_exited") {
 		t.Errorf("%d CLIs started, %d exited: %s", n, ev2.count("cli_exited"), ev2)
+	}
+}
+
+// A closed session's clean worktree is parked in the repository's pool, as
+// a finished job's is, and the next session takes it from there.
+func TestSessionWorktreeFromPool(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response { return fakeapi.Text("hi") })
+	env := claudetest.NewEnv(t, api.URL)
+	ev := &events{}
+	s := openSession(t, env, repo, `{}`, ev)
+	_ = s.Send("hello")
+	ev.wait(t, "turn_end", `"status":"succeeded"`)
+	first := s.State().Worktree
+	if _, err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spares := runner.RepoLayout(repo).Spares()
+	if len(spares) != 1 {
+		t.Fatalf("spares after Close: %q", spares)
+	}
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Fatalf("the closed session's worktree %s is still there: %v", first, err)
+	}
+	s2, err := runner.OpenSession(context.Background(), mustSpec(t, `{}`), runner.SessionOptions{
+		ID: "s2", Dir: runner.StateDir(t.TempDir()).Session("s2"), WorkDir: repo, Binary: claudetest.Binary(t),
+		Environ: env.Environ(), StopGrace: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = s2.Close(context.Background()) })
+	if left := runner.RepoLayout(repo).Spares(); len(left) != 0 {
+		t.Fatalf("the next session did not take the spare: %q", left)
+	}
+	wt := s2.State().Worktree
+	if got := strings.TrimSpace(claudetest.Git(t, wt, "branch", "--show-current")); got != "pneuma/session/s2" {
+		t.Fatalf("the reused worktree is on %q", got)
+	}
+}
+
+func mustSpec(t *testing.T, body string) *runner.SessionSpec {
+	t.Helper()
+	spec, err := runner.DecodeSessionSpec([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// Sessions that share a gate share a usage limit's hold: the limit one
+// session meets holds the next CLI start of another until the reset, as
+// it holds the other jobs of a run.
+func TestSessionsShareAUsageLimitHold(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	var mu sync.Mutex
+	limited, otherAt := false, time.Time{}
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Contains("other") {
+			if otherAt.IsZero() {
+				otherAt = time.Now()
+			}
+			return fakeapi.Text("other done")
+		}
+		if !limited {
+			limited = true
+			return fakeapi.UsageLimit(reset)
+		}
+		return fakeapi.Text("held one done")
+	})
+	env := claudetest.NewEnv(t, api.URL, subscription...)
+	gate := runner.NewSessionGate()
+	open := func(id string, ev *events) *runner.Session {
+		s, err := runner.OpenSession(context.Background(), mustSpec(t, `{}`), runner.SessionOptions{
+			ID: id, Dir: runner.StateDir(t.TempDir()).Session(id), WorkDir: repo, Binary: claudetest.Binary(t),
+			Environ: env.Environ(), OnEvent: ev.add, StopGrace: 500 * time.Millisecond, Gate: gate,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = s.Close(context.Background()) })
+		return s
+	}
+	evA, evB := &events{}, &events{}
+	a, b := open("held", evA), open("other", evB)
+	_ = a.Send("first")
+	evA.wait(t, "usage_limit_wait", "")
+	_ = b.Send("other words")
+	evB.wait(t, "turn_end", `"status":"succeeded"`)
+	evA.wait(t, "turn_end", `"status":"succeeded"`)
+	mu.Lock()
+	defer mu.Unlock()
+	if otherAt.Before(reset) {
+		t.Errorf("the other session's CLI asked the API at %v, before the reset %v", otherAt, reset)
 	}
 }

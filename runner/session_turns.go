@@ -6,45 +6,35 @@ import (
 	"fmt"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
 )
 
 // Stage 2 of a session: turns. Each message is a user turn of one CLI
 // process kept alive across turns (the CLI queues a message sent while a
-// turn runs); the process is started, or resumed with --resume, when a
-// message finds none.
+// turn runs); the job's attempts (attempts.go) start it, or resume it with
+// --resume, when a message finds none, and its driver (driver.go) sends the
+// messages, runs the turn's clocks and the stop ladder. The Session is the
+// driver's client: the methods below the line are what it calls.
 
-// Send sends a user message.
+// Send queues a user message; the session's driver sends it, starting the
+// CLI first when none runs.
 func (s *Session) Send(content string) error {
-	// Starting a CLI takes a second (node, then the control handshake):
-	// it runs outside mu, so that State, Answer and the events of the
-	// session never wait for it; startMu keeps sends (and end) in order.
-	s.startMu.Lock()
-	defer s.startMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.failed {
 		return ErrSessionClosed
 	}
-	if s.proc == nil {
-		spec := s.cliSpec()
-		s.setStatus(SessionStarting)
-		s.mu.Unlock()
-		p, err := startCLI(context.Background(), spec)
-		s.mu.Lock()
-		if err != nil {
-			err = fmt.Errorf("start the CLI: %w", err)
-			s.emit("error", map[string]string{"message": err.Error()})
-			s.setStatus(SessionIdle)
-			return err
-		}
-		s.started(p)
-	}
-	s.inflight = append(s.inflight, content)
+	s.queue = append(s.queue, content)
 	s.st.MessageCount++
-	s.setStatus(SessionRunning)
-	// A process dying right now fails the write; its exit is handled by the
-	// reader, which resends what no result answered when it resumes.
-	_ = s.proc.SendUser(content)
+	if s.proc == nil {
+		s.setStatus(SessionStarting)
+	} else {
+		s.setStatus(SessionRunning)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is pending; it takes this message too
+	}
 	return nil
 }
 
@@ -59,61 +49,184 @@ func (s *Session) Interrupt() error {
 	if s.proc == nil || len(s.inflight) == 0 {
 		return nil // no turn to interrupt
 	}
+	s.stopReason = report.ReasonInterrupted
 	return s.proc.Interrupt()
 }
 
-// cliSpec is how the session starts its CLI; the caller holds mu.
-func (s *Session) cliSpec() cliSpec {
-	j := s.plan.Job
-	opts := j.Options
-	opts.Resume = s.st.CLISessionID
-	spec := cliSpec{binary: j.Binary, dir: j.Dir, env: childEnv(s.o.Environ, j.Env), opts: opts,
-		policy: j.Policy, audit: s.rec.audit, stream: s.rec.stream, stderr: s.rec.stderr, stopGrace: s.o.StopGrace, raw: true}
-	if s.plan.PermissionPrompt == PermissionPromptClient {
-		spec.ask = s.ask
-	}
-	return spec
-}
+// --- the driver's client (driver.go) ---
 
-// start starts the session's CLI holding mu (a resend after a rejected
-// resume, rare); Send starts it without.
-func (s *Session) start() error {
-	spec := s.cliSpec()
-	p, err := startCLI(context.Background(), spec)
-	if err != nil {
-		return fmt.Errorf("start the CLI: %w", err)
+// asker is who decides the permission prompts that the policy and the
+// permission mode leave open: the session's clients, or nobody (the CLI's
+// mode decides).
+func (s *Session) asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse {
+	if s.plan.PermissionPrompt == PermissionPromptClient {
+		return s.ask
 	}
-	s.started(p)
 	return nil
 }
 
-// started makes p the session's CLI and starts reading it; the caller
-// holds mu.
-func (s *Session) started(p *claude.Process) {
-	s.proc, s.t, s.resumed, s.initSeen = p, tally{}, s.st.CLISessionID != "", false
-	s.st.CLIPid = p.Pid()
-	done := make(chan struct{})
-	s.readerDone = done
-	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": s.st.CLISessionID})
-	go s.read(p, done)
-}
-
-// read takes the process's events until its stdout ends, then its exit.
-func (s *Session) read(p *claude.Process, done chan struct{}) {
-	defer close(done)
-	for ev := range p.Events() {
-		s.mu.Lock()
-		result := s.onEvent(ev)
-		s.mu.Unlock()
-		if result {
-			s.contentUpdate()
+// wait returns the queued messages, waiting for one until ctx ends.
+func (s *Session) wait(ctx context.Context) ([]string, bool) {
+	for {
+		if msgs := s.take(); len(msgs) > 0 {
+			return msgs, true
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return nil, false
 		}
 	}
-	exit, err := p.Wait()
+}
+
+// more signals queued messages.
+func (s *Session) more() <-chan struct{} { return s.wake }
+
+// take returns the queued messages; they are in flight from now.
+func (s *Session) take() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.onExit(exit, err)
+	msgs := s.queue
+	s.queue = nil
+	s.inflight = append(s.inflight, msgs...)
+	return msgs
 }
+
+// stopping notes why pneuma stops the CLI: the turn it cuts ends so.
+func (s *Session) stopping(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inflight) > 0 {
+		s.stopReason = reason
+	}
+}
+
+// asking reports that a permission request waits for a client.
+func (s *Session) asking() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
+}
+
+// started makes p the session's CLI.
+func (s *Session) started(p *claude.Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc, s.t, s.resumed, s.initSeen = p, tally{}, s.st.CLISessionID != "", false
+	s.st.CLIPid = p.Pid()
+	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": s.st.CLISessionID})
+	s.setStatus(SessionRunning)
+}
+
+// observe takes one event of the CLI.
+func (s *Session) observe(ev claude.Event) {
+	s.mu.Lock()
+	result := s.onEvent(ev)
+	s.mu.Unlock()
+	if result {
+		s.contentUpdate()
+	}
+}
+
+// ended handles the end of a CLI process (or of its failed start) with
+// the attempt's verdict; cut says a turn was under way. A resume the CLI
+// rejected starts a fresh CLI session with the messages no result
+// answered; otherwise the next message resumes the CLI session.
+func (s *Session) ended(a *attempt, cut bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lost := s.inflight
+	s.inflight = nil
+	if s.proc == nil { // the CLI did not start
+		s.emit("error", map[string]string{"message": "start the CLI: " + a.err})
+		s.endTurn(a.verdict)
+		s.idleUnlessQueued()
+		return
+	}
+	s.account()
+	s.base = accounts{cost: s.st.CostUSD, turns: s.st.NumTurns, usage: s.st.Usage}
+	s.proc, s.t, s.st.CLIPid, s.stopReason = nil, tally{}, 0, ""
+	data := map[string]any{"exit_code": a.exit.Code}
+	if a.exit.Signal != "" {
+		data["signal"] = a.exit.Signal
+	}
+	s.emit("cli_exited", data)
+	switch {
+	case a.reason == report.ReasonResumeFailed && !s.closed:
+		s.emit("error", map[string]string{"code": "resume_failed",
+			"message": fmt.Sprintf("the CLI could not resume session %s; a new CLI session was started", s.st.CLISessionID)})
+		s.st.CLISessionID = ""
+		s.queue = append(lost, s.queue...)
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	case cut:
+		s.endTurn(a.verdict)
+		if !s.closed {
+			msg := fmt.Sprintf("the CLI exited (%s) during a turn; the next message resumes the session", exitText(a.exit))
+			if a.err != "" {
+				msg += ": " + a.err
+			}
+			s.emit("error", map[string]string{"code": firstNonEmpty(stoppedBy(a.reason), "cli_exited"), "message": withStderr(msg, s.rec.stderr)})
+		}
+	}
+	if !s.closed {
+		s.idleUnlessQueued()
+	}
+}
+
+// over is told that the session's run ended. Unless the session closed,
+// the run gave up by itself (a usage limit beyond limits.max_wait): the
+// session fails, and takes no more messages.
+func (s *Session) over(res report.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.failed = true
+	s.emit("error", map[string]string{"code": firstNonEmpty(res.Reason, "failed"), "message": res.Error})
+	s.setStatus(SessionFailed)
+}
+
+// stoppedBy is the error code of a turn pneuma stopped, "" for others.
+func stoppedBy(reason string) string {
+	switch reason {
+	case report.ReasonTimeout, report.ReasonIdleTimeout:
+		return reason
+	}
+	return ""
+}
+
+// idleUnlessQueued shows the session idle unless a message waits; the
+// caller holds mu.
+func (s *Session) idleUnlessQueued() {
+	if len(s.queue) == 0 && len(s.pending) == 0 {
+		s.setStatus(SessionIdle)
+	}
+}
+
+// Event takes the events of the session's run (Reporter): API retries and
+// usage-limit holds are passed on to clients.
+func (s *Session) Event(e Event) {
+	var data map[string]any
+	switch e.Type {
+	case EventAPIRetry:
+		data = map[string]any{"attempt": e.Attempt, "delay_ms": e.DelayMS, "error_status": e.ErrorStatus, "error": e.Reason}
+	case EventUsageLimitWait:
+		data = map[string]any{"resume_at": e.ResumeAt, "message": e.Message}
+	case EventUsageReserve:
+		data = map[string]any{"message": e.Message}
+	default:
+		return // the run's own bookkeeping
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emit(e.Type, data)
+}
+
+// --- events ---
 
 // onEvent handles one event; the caller holds mu. It reports a result.
 func (s *Session) onEvent(ev claude.Event) bool {
@@ -126,7 +239,6 @@ func (s *Session) onEvent(ev claude.Event) bool {
 			s.emit("session_init", map[string]any{"cli_session_id": s.t.sessionID, "model": s.t.model, "cwd": ev.Init.Cwd})
 		}
 	case claude.TypeAssistant, claude.TypeUser:
-		s.rec.audit.event(ev)
 		s.emitLine(ev)
 	case claude.TypeStreamEvent:
 		s.emitLine(ev)
@@ -135,7 +247,7 @@ func (s *Session) onEvent(ev claude.Event) bool {
 		case !isResult:
 		case s.resumed && !s.initSeen:
 			// A result before any init: the CLI rejected the resume
-			// ("No conversation found"); onExit starts afresh.
+			// ("No conversation found"); ended starts afresh.
 		default:
 			s.onResult(ev.Result)
 		}
@@ -171,59 +283,32 @@ func (s *Session) onResult(res *claude.Result) {
 		"subtype": res.Subtype, "is_error": res.IsError, "num_turns": res.NumTurns, "result": res.Result,
 		"total_cost_usd": s.st.CostUSD, "duration_ms": res.DurationMS, "usage": res.Usage, "errors": res.Errors,
 	})
+	v := turnVerdict(res, s.t.rateLimit)
+	if s.stopReason != "" && res.IsError { // the turn was cut: that is why it ended
+		j := s.plan.Job
+		v = classify(outcome{last: res, results: 1, prompts: 1, final: true, stopped: s.stopReason, timeout: j.Timeout, idleTimeout: j.IdleTimeout})
+	}
+	s.stopReason = ""
+	s.endTurn(v)
 	if len(s.inflight) == 0 && len(s.pending) == 0 {
 		s.setStatus(SessionIdle)
 	}
 }
 
-// onExit handles the end of a CLI process; the caller holds mu. A resume
-// the CLI rejected (it exits before its init line) starts a fresh CLI
-// session with the messages no result answered.
-func (s *Session) onExit(exit claude.ExitStatus, waitErr error) {
-	s.account()
-	s.base = accounts{cost: s.st.CostUSD, turns: s.st.NumTurns, usage: s.st.Usage}
-	s.proc, s.t, s.st.CLIPid = nil, tally{}, 0
-	data := map[string]any{"exit_code": exit.Code}
-	if exit.Signal != "" {
-		data["signal"] = exit.Signal
+// turnVerdict decides a turn that ended on its result as a job's attempt
+// of one prompt is decided.
+func turnVerdict(res *claude.Result, rl *claude.RateLimitInfo) verdict {
+	v := classify(outcome{last: res, results: 1, prompts: 1, final: true})
+	if _, limited := usageLimit(v, rl, res); limited {
+		v.reason = report.ReasonUsageLimit
 	}
-	s.emit("cli_exited", data)
-	if s.closed {
-		return
-	}
-	lost := s.inflight
-	s.inflight = nil
-	switch {
-	case s.resumed && !s.initSeen:
-		s.emit("error", map[string]string{"code": "resume_failed",
-			"message": fmt.Sprintf("the CLI could not resume session %s; a new CLI session was started", s.st.CLISessionID)})
-		s.st.CLISessionID = ""
-		s.resend(lost)
-	case len(lost) > 0:
-		msg := fmt.Sprintf("the CLI exited (%s) during a turn; the next message resumes the session", exitText(exit))
-		if waitErr != nil {
-			msg += ": " + waitErr.Error()
-		}
-		s.emit("error", map[string]string{"code": "cli_exited", "message": withStderr(msg, s.rec.stderr)})
-	}
-	if len(s.inflight) == 0 {
-		s.setStatus(SessionIdle)
-	}
+	return v
 }
 
-// resend starts a CLI and sends it messages again; the caller holds mu.
-func (s *Session) resend(msgs []string) {
-	if len(msgs) == 0 {
-		return
-	}
-	if err := s.start(); err != nil {
-		s.emit("error", map[string]string{"message": err.Error()})
-		return
-	}
-	for _, m := range msgs {
-		s.inflight = append(s.inflight, m)
-		_ = s.proc.SendUser(m) // a failure shows as the process's exit
-	}
+// endTurn records and announces how a turn ended; the caller holds mu.
+func (s *Session) endTurn(v verdict) {
+	s.st.LastTurn = &TurnOutcome{Status: v.status, Reason: v.reason, Error: v.err}
+	s.emit("turn_end", s.st.LastTurn)
 }
 
 // contentUpdate tells clients which files differ from HEAD now, when that

@@ -10,8 +10,8 @@ import (
 )
 
 // SessionSpec is what a client sets when it opens a server session: the job
-// fields of the jobs file except name, prompts and verify, plus the
-// session's own.
+// fields of the jobs file that a session honours (sessionJobFields; the
+// others are refused, sessionRefused), plus the session's own.
 type SessionSpec struct {
 	// Job holds the job fields (its Name is the session's label).
 	Job JobSpec `json:"job"`
@@ -31,11 +31,29 @@ const DefaultPermissionTimeout = 5 * time.Minute
 // PermissionPromptClient is the permission_prompt that asks a client.
 const PermissionPromptClient = "client"
 
-// sessionJobFields are the job fields a session may set.
+// sessionJobFields are the job fields a session honours as a job does
+// (docs/serve.md has the table; timeout and idle_timeout bound each turn).
 var sessionJobFields = []string{
-	"name", "repo", "base", "worktree", "model", "permission_mode", "policy", "allowed_tools",
+	"name", "repo", "base", "worktree", "commit", "model", "permission_mode", "policy", "allowed_tools",
 	"disallowed_tools", "tools", "max_turns", "max_budget_usd", "system_prompt", "append_system_prompt",
 	"mcp_config", "settings", "add_dirs", "env", "timeout", "idle_timeout",
+}
+
+// sessionRefused are the job fields a session refuses, and why: a field a
+// session cannot honour is an error, never ignored.
+var sessionRefused = map[string]string{
+	"prompt":         "a session takes no prompt: its prompts are the messages sent to it",
+	"prompts":        "a session takes no prompts: its prompts are the messages sent to it",
+	"prompt_file":    "a session takes no prompt_file: its prompts are the messages sent to it",
+	"verify":         "a session does not verify between turns: its client checks a turn's work and sends the next message",
+	"retries":        "a session does not retry a turn: a turn cut off ends with turn_end, and the next message resumes the CLI session",
+	"expect":         "a session has no end of its own at which to check expectations",
+	"output_schema":  "a session's turns are a conversation: --json-schema would force every turn into the schema",
+	"push":           "a server session does not publish its branch: push pneuma/session/<id> from the repository",
+	"pull_request":   "a server session does not publish its branch: push pneuma/session/<id> from the repository",
+	"remote":         "a server session does not publish its branch: push pneuma/session/<id> from the repository",
+	"fallback_model": "a session takes no fallback_model",
+	"extra_args":     "a server does not pass a client's extra_args to the CLI",
 }
 
 // sessionFields are every field of a session request.
@@ -84,10 +102,8 @@ func (d *decoder) sessionJob(doc *yaml.Node) JobSpec {
 		case allowed[k.Value]:
 			job.Content = append(job.Content, k, doc.Content[i+1])
 		case own[k.Value]:
-		case k.Value == "prompt" || k.Value == "prompts" || k.Value == "prompt_file":
-			d.errorf(k, "a session takes no %s: send messages to it", k.Value)
-		case k.Value == "verify" || k.Value == "retries" || k.Value == "commit" || k.Value == "extra_args":
-			d.errorf(k, "%s is a field of jobs files, not of sessions", k.Value)
+		case sessionRefused[k.Value] != "":
+			d.errorf(k, "%s", sessionRefused[k.Value])
 		default:
 			d.errorf(k, "unknown field %q%s", k.Value, suggest(k.Value, sessionFields))
 		}

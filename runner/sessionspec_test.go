@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,16 @@ func TestDecodeSessionSpecProblems(t *testing.T) {
 		{`{"repo":"r","modle":"x","prompt":"hi","verify":{"command":["x"]}}`, []string{
 			`modle: unknown field "modle" (did you mean "model"?)`,
 			"prompt: a session takes no prompt",
-			"verify: verify is a field of jobs files",
+			"verify: a session does not verify",
+		}},
+		// Every job field a session cannot honour is refused by name.
+		{`{"retries":1,"expect":{"changes":true},"output_schema":{"type":"object"},"push":true,"pull_request":{},"prompts":["a"]}`, []string{
+			"retries: a session does not retry a turn",
+			"expect: a session has no end",
+			"output_schema: a session's turns are a conversation",
+			"push: a server session does not publish",
+			"pull_request: a server session does not publish",
+			"prompts: a session takes no prompts",
 		}},
 		{`{"max_turns":"many","permission_mode":"yolo","policy":{"alow":["Read"]},"permission_prompt":"server","permission_timeout":"5"}`, []string{
 			"max_turns: ",
@@ -77,4 +87,27 @@ func FuzzDecodeSessionSpec(f *testing.F) {
 			t.Fatalf("error %v is not a *DecodeError with problems", err)
 		}
 	})
+}
+
+// Every field of a job is decided for sessions: honoured (sessionJobFields)
+// or refused with a reason (sessionRefused). A new job field fails here
+// until it is put in one of them (and in docs/serve.md's table).
+func TestEveryJobFieldDecidedForSessions(t *testing.T) {
+	honoured := map[string]bool{}
+	for _, f := range sessionJobFields {
+		honoured[f] = true
+		if sessionRefused[f] != "" {
+			t.Errorf("%s is both honoured and refused", f)
+		}
+	}
+	typ := reflect.TypeOf(JobSpec{})
+	for i := range typ.NumField() {
+		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if !honoured[tag] && sessionRefused[tag] == "" {
+			t.Errorf("job field %s is neither honoured nor refused by sessions", tag)
+		}
+	}
 }

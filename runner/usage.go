@@ -51,7 +51,9 @@ func (r *run) holdForLimit(ctx context.Context, job *Job, reset time.Time) bool 
 		r.mu.Lock()
 		r.heldWhy = firstNonEmpty(r.heldWhy, "the account's usage limit is reached and "+noWait(r.plan.Limits, reset))
 		r.mu.Unlock()
-		r.gate.close()
+		if r.client == nil { // a server's gate stays open for its other sessions
+			r.gate.close()
+		}
 		return false
 	}
 	if r.gate.hold(reset) {

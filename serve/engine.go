@@ -16,14 +16,24 @@ type Engine interface {
 	Open(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error)
 }
 
-// RunnerEngine opens runner sessions.
-var RunnerEngine Engine = EngineFunc(func(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error) {
-	s, err := runner.OpenSession(ctx, spec, o)
-	if err != nil {
-		return nil, err // a nil *runner.Session must not become a non-nil Session
-	}
-	return s, nil
-})
+// RunnerEngine opens runner sessions; they share one gate (a usage limit
+// one session meets holds the CLI starts of all until its reset).
+var RunnerEngine = NewRunnerEngine()
+
+// NewRunnerEngine returns an engine of runner sessions with a gate of its own.
+func NewRunnerEngine() Engine {
+	gate := runner.NewSessionGate()
+	return EngineFunc(func(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error) {
+		if o.Gate == nil {
+			o.Gate = gate
+		}
+		s, err := runner.OpenSession(ctx, spec, o)
+		if err != nil {
+			return nil, err // a nil *runner.Session must not become a non-nil Session
+		}
+		return s, nil
+	})
+}
 
 // EngineFunc adapts a function to Engine.
 type EngineFunc func(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error)

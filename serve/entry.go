@@ -32,10 +32,12 @@ type entry struct {
 	final   *SessionSummary
 	msgs    map[string]msgRef
 	sent    int     // user messages sent
-	results []int64 // seq of each result event
-	dirty   chan struct{}
-	stop    chan struct{}
-	saving  sync.WaitGroup
+	results []int64 // seq of each turn's end: its result event, or a turn_end without one
+	// resulted: the latest turn's result is in results; its turn_end is not another turn.
+	resulted bool
+	dirty    chan struct{}
+	stop     chan struct{}
+	saving   sync.WaitGroup
 }
 
 // msgRef is what a client_msg_id was answered.
@@ -126,6 +128,17 @@ func (e *entry) onEvent(ev SessionEvent) {
 	case "result":
 		e.mu.Lock()
 		e.results = append(e.results, seq)
+		e.resulted = true
+		e.mu.Unlock()
+		e.markDirty()
+	case "turn_end":
+		// A turn ends with its result and then turn_end, or (cut by a
+		// timeout or a crash) with turn_end alone: then that is its end.
+		e.mu.Lock()
+		if !e.resulted {
+			e.results = append(e.results, seq)
+		}
+		e.resulted = false
 		e.mu.Unlock()
 		e.markDirty()
 	case "status_change", "permission_request", "permission_resolved", "session_init", "cli_exited":

@@ -88,7 +88,13 @@ func (s *fakeSession) Send(content string) error {
 			<-s.gate
 		}
 		s.emit("assistant", map[string]any{"message": map[string]string{"text": "re: " + content}})
-		s.emit("result", map[string]any{"subtype": "success", "num_turns": 1, "total_cost_usd": 0.01})
+		if content == "too slow" { // runner cuts a turn past its timeout: no result, a turn_end
+			s.emit("cli_exited", map[string]any{"exit_code": 0, "signal": "SIGINT"})
+			s.emit("turn_end", map[string]string{"status": "failed", "reason": "timeout"})
+		} else {
+			s.emit("result", map[string]any{"subtype": "success", "num_turns": 1, "total_cost_usd": 0.01})
+			s.emit("turn_end", map[string]string{"status": "succeeded"})
+		}
 		s.emit("status_change", map[string]string{"status": "idle"})
 	}()
 	return nil

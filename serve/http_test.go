@@ -79,6 +79,14 @@ func TestBodyLimitsAndStrictDecoding(t *testing.T) {
 		{"/api/sessions", `{"policy":{"alow":["Read"]}}`, "policy.alow"},
 		{"/api/sessions", `{"max_turns":"three"}`, "max_turns"},
 		{"/api/sessions", `{"permission_mode":"yolo"}`, "permission_mode"},
+		// Job fields a session cannot honour are refused by name (docs/serve.md).
+		{"/api/sessions", `{"verify":{"command":["make"]}}`, "verify"},
+		{"/api/sessions", `{"retries":2}`, "retries"},
+		{"/api/sessions", `{"prompts":["hi"]}`, "prompts"},
+		{"/api/sessions", `{"expect":{"changes":true}}`, "expect"},
+		{"/api/sessions", `{"output_schema":{"type":"object"}}`, "output_schema"},
+		{"/api/sessions", `{"push":true}`, "push"},
+		{"/api/sessions", `{"pull_request":{"title":"x"}}`, "pull_request"},
 		{"/api/sessions/" + id + "/messages", `{"content":"hi","colour":1}`, "colour"},
 		{"/api/sessions/" + id + "/permissions/req-1", `{"behavior":"maybe"}`, "behavior"},
 		{"/api/runs", `{"jobs_yaml":"x","extra":true}`, "extra"},
@@ -170,6 +178,24 @@ func TestMessageWait(t *testing.T) {
 		if strings.Contains(string(ev), `"re: first"`) {
 			t.Fatalf("the events of another turn: %s", ev)
 		}
+	}
+}
+
+// A turn that runner cuts (a timeout) has no result: waiting for it ends
+// at its turn_end, and the next turn is still told apart.
+func TestMessageWaitCutTurn(t *testing.T) {
+	b := newBed(t, nil)
+	id := b.createSession()
+	var out struct {
+		Result map[string]any `json:"result"`
+	}
+	resp := b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"too slow","wait":true}`, &out)
+	if resp.StatusCode != 200 || out.Result["type"] != "turn_end" || out.Result["reason"] != "timeout" {
+		t.Fatalf("wait for a cut turn: %d %+v", resp.StatusCode, out)
+	}
+	resp = b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"next","wait":true}`, &out)
+	if resp.StatusCode != 200 || out.Result["type"] != "result" {
+		t.Fatalf("wait for the next turn: %d %+v", resp.StatusCode, out)
 	}
 }
 
