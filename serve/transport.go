@@ -108,8 +108,11 @@ func (s *Server) logged(mux *http.ServeMux, next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		sc := ScopeNone
-		r = r.WithContext(withScopeSlot(r.Context(), &sc))
 		_, route := mux.Handler(r)
+		// A wrapper outside (telemetry's request counter) reads the
+		// pattern from its own request, which the copy below is not.
+		r.Pattern = route
+		r = r.WithContext(withScopeSlot(r.Context(), &sc))
 		if route == "" {
 			route = "(no route)"
 		}
