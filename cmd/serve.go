@@ -234,6 +234,11 @@ func checkTransport(o *ServeOptions) error {
 	if o.TLSCert == "" && !o.InsecureHTTP && !isLoopback(o.Addr) {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("refusing to serve plain HTTP on %s: it is not a loopback address, and the token would cross the network in clear; give --tls-cert and --tls-key, or --insecure-http behind a TLS-terminating proxy", o.Addr)}
 	}
+	// /metrics on its own listener has no token: off loopback it tells
+	// anyone what the server spends and runs, so the operator says so.
+	if o.MetricsAddr != "" && !o.InsecureHTTP && !isLoopback(o.MetricsAddr) {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("refusing --metrics-addr %s: it is not a loopback address and /metrics there has no token; bind it to loopback, or give --insecure-http to expose it", o.MetricsAddr)}
+	}
 	return nil
 }
 

@@ -99,6 +99,7 @@ func TestServeTransportRefusals(t *testing.T) {
 		{[]string{"--addr", "127.0.0.1:0", "--token-file", tok, "--tls-cert", tok}, "--tls-key"},
 		{[]string{"--addr", "127.0.0.1:0", "--token-file", tok, "--read-token-file", other}, "same token"},
 		{[]string{"--addr", "127.0.0.1:0", "--client-allow", "everything"}, "--client-allow"},
+		{[]string{"--addr", "127.0.0.1:0", "--metrics-addr", "0.0.0.0:0"}, "--metrics-addr"},
 	} {
 		err := serveCmd(context.Background(), &syncBuffer{}, append(tc.args, "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude")...)
 		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.want) {
