@@ -282,7 +282,7 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, err
 		// onEvent records a result just after appending it: a short wait
 		// covers the moment between the two.
 		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_, err := e.log.Wait(wctx, last)
+		_, err := e.log.Wait(wctx, last, 1) // only to wait: a page of one event
 		cancel()
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,7 +88,11 @@ func (s *fakeSession) Send(content string) error {
 		if s.gate != nil {
 			<-s.gate
 		}
-		s.emit("assistant", map[string]any{"message": map[string]string{"text": "re: " + content}})
+		text := "re: " + content
+		if rest, ok := strings.CutPrefix(content, "twice:"); ok {
+			text = rest + rest // an answer longer than any message
+		}
+		s.emit("assistant", map[string]any{"message": map[string]string{"text": text}})
 		s.emit("result", map[string]any{"subtype": "success", "num_turns": 1, "total_cost_usd": 0.01})
 		s.emit("status_change", map[string]string{"status": "idle"})
 	}()

@@ -234,10 +234,25 @@ func restoreEntry(cfg *Config, id string) (*entry, error) {
 
 // recount rebuilds, from the log, what deduplication and wait need.
 func (e *entry) recount() error {
-	evs, err := e.log.Read(0, 0)
-	if err != nil {
-		return err
+	for after := int64(0); ; {
+		evs, err := e.log.ReadPage(after, 0, pageBytes)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+		e.countEvents(evs)
 	}
+	// A turn cut by the stop may have no result: count new turns from the
+	// results there are.
+	e.sent = len(e.results)
+	return nil
+}
+
+// countEvents notes the client_msg_ids and results of restored events.
+func (e *entry) countEvents(evs []eventlog.Event) {
 	for _, ev := range evs {
 		switch ev.Type {
 		case "user_message":
@@ -252,10 +267,6 @@ func (e *entry) recount() error {
 			e.results = append(e.results, ev.Seq)
 		}
 	}
-	// A turn cut by the stop may have no result: count new turns from the
-	// results there are.
-	e.sent = len(e.results)
-	return nil
 }
 
 // isTerminal: a closed or failed session takes no more messages.

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -273,8 +275,14 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// longPoll is GET .../events?after=SEQ&wait=30s: the events after SEQ,
-// waiting up to wait (at most 60s) for one.
+// pageBytes bounds the events of one long-poll answer; an event larger
+// than it is a page of its own.
+const pageBytes = 1 << 20
+
+// longPoll is GET .../events?after=SEQ&wait=30s: a page of the events after
+// SEQ, waiting up to wait (at most 60s) for one. The answer is
+// {"events":[...],"next_after":N,"last_seq":M}: the next poll asks after N,
+// and N < M says more events wait.
 func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.Log) {
 	q := r.URL.Query()
 	var after int64
@@ -299,12 +307,33 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	evs, err := log.Wait(ctx, after)
+	evs, err := log.Wait(ctx, after, pageBytes)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, raws(evs))
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	writePage(w, evs, next, log.LastSeq())
+}
+
+// writePage writes a page of events as they are in the log, without
+// decoding or copying them again.
+func writePage(w http.ResponseWriter, evs []eventlog.Event, next, last int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"events":[`)
+	for i, ev := range evs {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(ev.Raw)
+	}
+	fmt.Fprintf(bw, `],"next_after":%d,"last_seq":%d}`+"\n", next, last)
+	_ = bw.Flush() // the status is sent; a client gone mid-answer has nothing more to hear
 }
 
 func raws(evs []eventlog.Event) []json.RawMessage {
