@@ -1,9 +1,15 @@
 package serve_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
@@ -55,4 +61,27 @@ func TestE2ELongLinesSurviveRestarts(t *testing.T) {
 	if !strings.Contains(jsonString(r.Result), "short answer") {
 		t.Fatalf("after the restarts: %s", jsonString(r.Result))
 	}
+}
+
+// TestE2EStateDirLock is finding 6 of issue 26: a second pneuma serve on
+// the state directory of a running one exits 3 naming the first one's pid,
+// before it answers anything; once the first is killed, a server starts.
+func TestE2EStateDirLock(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response { return fakeapi.Text("ok") })
+	s := startServer(t, claudetest.NewEnv(t, api.URL), repo)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	second := exec.CommandContext(ctx, pneumaBinary(t), s.args...)
+	second.Dir, second.Env = s.dir, s.env
+	var stderr bytes.Buffer
+	second.Stderr = &stderr
+	err := second.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(stderr.String(), fmt.Sprintf("pid %d", s.cmd.Process.Pid)) {
+		t.Fatalf("second server: %v, stderr %q; want exit 3 naming pid %d", err, stderr.String(), s.cmd.Process.Pid)
+	}
+	s.stop(syscall.SIGKILL) // the kernel drops the lock with the process
+	s.restart()
+	s.must(200, "GET", "/api/sessions", nil, nil)
 }

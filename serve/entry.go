@@ -36,6 +36,8 @@ type entry struct {
 	dirty   chan struct{}
 	stop    chan struct{}
 	saving  sync.WaitGroup
+	// damage says why a damaged session could not be restored.
+	damage string
 }
 
 // msgRef is what a client_msg_id was answered.
@@ -46,6 +48,7 @@ type msgRef struct {
 
 var (
 	errClosed   = errors.New("session is closed")
+	errDamaged  = errors.New("session is damaged")
 	errNoEngine = errors.New("this server cannot open sessions (no session engine)")
 )
 
@@ -213,6 +216,9 @@ func (e *entry) live(ctx context.Context) (Session, error) {
 	e.mu.Unlock()
 	if sess != nil {
 		return sess, nil
+	}
+	if st.Status == StatusDamaged {
+		return nil, fmt.Errorf("%w (%s): its files are kept for you to look at", errDamaged, e.damage)
 	}
 	if isTerminal(st.Status) {
 		return nil, errClosed

@@ -37,6 +37,8 @@ type sessionObject struct {
 	Deletions    *int   `json:"deletions,omitempty"`
 	Commit       string `json:"commit,omitempty"`
 	Transcript   string `json:"transcript,omitempty"`
+	// Damage says why a damaged session could not be restored.
+	Damage string `json:"damage,omitempty"`
 }
 
 func (e *entry) object() sessionObject {
@@ -46,7 +48,7 @@ func (e *entry) object() sessionObject {
 		Repo: st.Repo, Branch: st.Branch, Worktree: st.Worktree, Model: st.Model,
 		CreatedAt: st.CreatedAt, LastSeq: e.log.LastSeq(), NumTurns: st.NumTurns,
 		CostUSD: st.CostUSD, Usage: st.Usage, MessageCount: st.MessageCount,
-		PendingPermissions: st.PendingPermissions,
+		PendingPermissions: st.PendingPermissions, Damage: e.damage,
 	}
 	if o.PendingPermissions == nil {
 		o.PendingPermissions = []PendingPermission{}
@@ -127,7 +129,7 @@ func (s *Server) engineError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusForbidden, "%v", err)
 	case errors.As(err, &de):
 		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
-	case errors.Is(err, errClosed), errors.Is(err, ErrPermissionResolved):
+	case errors.Is(err, errClosed), errors.Is(err, errDamaged), errors.Is(err, ErrPermissionResolved):
 		writeError(w, http.StatusConflict, "%v", err)
 	case errors.Is(err, ErrNoSuchPermission):
 		writeError(w, http.StatusNotFound, "%v", err)
@@ -217,13 +219,27 @@ func (s *Server) interruptSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &struct{}{}, true) {
 		return
 	}
-	if sess := e.current(); sess != nil {
-		if err := sess.Interrupt(); err != nil {
-			s.engineError(w, err)
-			return
-		}
+	if err := e.interrupt(); err != nil {
+		s.engineError(w, err)
+		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "interrupt sent"})
+}
+
+// interrupt ends the running turn. A closed or damaged session answers
+// errClosed or errDamaged; an open one whose CLI is not running (restored,
+// before its next message) has nothing to interrupt.
+func (e *entry) interrupt() error {
+	if sess := e.current(); sess != nil {
+		return sess.Interrupt()
+	}
+	switch st := e.snapshot().Status; {
+	case st == StatusDamaged:
+		return errDamaged
+	case isTerminal(st):
+		return errClosed
+	}
+	return nil
 }
 
 // permissionRequest answers one permission_request.

@@ -138,6 +138,15 @@ func salvageWith(path string, bufSize, maxLine int) (*Log, error) {
 		maxLine: maxLine, subs: map[*Subscription]struct{}{}, notify: notify, closed: true}, nil
 }
 
+// Empty is a closed log without events at path (which it does not open):
+// what a session whose log cannot be read at all replays.
+func Empty(path string) *Log {
+	notify := make(chan struct{})
+	close(notify)
+	return &Log{path: path, durable: func(string) bool { return false }, offsets: []int64{0},
+		maxLine: MaxLine, subs: map[*Subscription]struct{}{}, notify: notify, closed: true}
+}
+
 // headLen is how much of a line scan keeps: enough for {"seq":N, with any
 // int64 N.
 const headLen = 32
