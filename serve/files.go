@@ -169,8 +169,8 @@ func exportFormat(w http.ResponseWriter, r *http.Request) (history.Format, bool)
 // export streams a transcript in a format, as it is read (a transcript can
 // be hundreds of MB); HTML is sandboxed by the route's CSP.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f history.Format) {
-	if _, err := os.Stat(path); err != nil {
-		writeError(w, http.StatusNotFound, "transcript: %v", err)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		writeError(w, http.StatusNotFound, "no transcript") // nothing of the path or why
 		return
 	}
 	ctype := map[history.Format]string{
@@ -205,19 +205,29 @@ func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
 }
 
 // historySession exports one session (?format=html|json|md, default html).
+// {id} is a session id or a unique prefix of one, never a path; an id that
+// is not one, no such session and an unreadable transcript are one 404
+// that says nothing of the files behind it.
 func (s *Server) historySession(w http.ResponseWriter, r *http.Request) {
 	f, ok := exportFormat(w, r)
 	if !ok {
 		return
 	}
-	sf, err := history.Resolve(r.Context(), s.configDir(), r.PathValue("id"))
-	if err != nil {
-		var amb *history.AmbiguousError
-		if errors.As(err, &amb) {
-			writeError(w, http.StatusConflict, "%v", err)
-			return
-		}
-		writeError(w, http.StatusNotFound, "%v", err)
+	id := r.PathValue("id")
+	sf, err := history.ResolveID(r.Context(), s.configDir(), id)
+	var amb *history.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		writeError(w, http.StatusConflict, "%v", err) // only ids of the history
+		return
+	case err != nil && r.Context().Err() == nil && !errors.Is(err, history.ErrNotFound) && history.IsSessionID(id):
+		s.cfg.Logf("history session %q: %v", id, err) // the operator sees why; the client does not
+		fallthrough
+	case err != nil && !history.IsSessionID(id):
+		writeError(w, http.StatusNotFound, "no history session with that id (an id is a session id, never a path)")
+		return
+	case err != nil:
+		writeError(w, http.StatusNotFound, "no history session %q", id)
 		return
 	}
 	s.export(w, r, sf.Path, f)
