@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -46,16 +47,41 @@ func (s *Server) jobDir(w http.ResponseWriter, r *http.Request) (runner.JobDir, 
 		return "", false
 	}
 	job := r.PathValue("job")
-	dir := runLayout(&s.cfg).Run(ru.id).Job(job)
-	if !validID(job) {
-		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
-		return "", false
+	run := runLayout(&s.cfg).Run(ru.id)
+	for _, slug := range []string{job, jobSlug(run, job)} {
+		if !validID(slug) {
+			continue
+		}
+		if fi, err := os.Stat(string(run.Job(slug))); err == nil && fi.IsDir() {
+			return run.Job(slug), true
+		}
 	}
-	if _, err := os.Stat(string(dir)); err != nil {
-		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
-		return "", false
+	writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
+	return "", false
+}
+
+// jobSlug finds the slug (the directory name) of the job named name in the
+// run's plan (run.json), or "": job routes take a job's name as well as
+// its slug ("fix the bug" is in jobs/fix-the-bug).
+func jobSlug(run runner.RunDir, name string) string {
+	data, err := os.ReadFile(run.Journal())
+	if err != nil {
+		return ""
 	}
-	return dir, true
+	var j struct {
+		Plan struct {
+			Jobs []struct{ Name, Slug string } `json:"jobs"`
+		} `json:"plan"`
+	}
+	if json.Unmarshal(data, &j) != nil {
+		return ""
+	}
+	for _, jb := range j.Plan.Jobs {
+		if jb.Name == name {
+			return jb.Slug
+		}
+	}
+	return ""
 }
 
 // jobStream is the last lines of a job's stream.jsonl (?tail=N, default 100).

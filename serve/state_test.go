@@ -142,3 +142,25 @@ func TestRestoredRuns(t *testing.T) {
 		t.Errorf("damaged run: %+v", o)
 	}
 }
+
+// Job routes take a job's name as well as its slug: the console links to
+// jobs/fix%20the%20bug, whose files are in jobs/fix-the-bug.
+func TestJobRoutesTakeTheName(t *testing.T) {
+	b := newBed(t, nil)
+	b.stop()
+	run := runLayout(&b.cfg).Run("r1")
+	os.MkdirAll(string(run.Job("fix-the-bug")), 0o755)
+	os.WriteFile(run.Job("fix-the-bug").Stream(), []byte(`{"type":"system"}`+"\n"), 0o644)
+	os.WriteFile(runEventsPath(&b.cfg, "r1"), []byte(`{"seq":1,"type":"run_started"}`+"\n"), 0o644)
+	plan := `{"plan":{"jobs":[{"name":"fix the bug","slug":"fix-the-bug"},{"name":"other","slug":"../../x"}]}}`
+	os.WriteFile(run.Journal(), []byte(plan), 0o644)
+	b2 := startBed(t, b.cfg)
+	for path, want := range map[string]int{
+		"fix%20the%20bug": 200, "fix-the-bug": 200, "fix%20the%20bugs": 404, "other": 404, "..%2F..%2Fx": 404,
+	} {
+		resp := b2.do("GET", "/api/runs/r1/jobs/"+path+"/stream", "", nil)
+		if resp.StatusCode != want {
+			t.Errorf("job %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
