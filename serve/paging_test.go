@@ -201,3 +201,29 @@ func TestLongPollBigEventAlone(t *testing.T) {
 		t.Fatalf("pages:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A message sent with wait answers at most a page of its turn's events,
+// always with the result, and next_after to go on with the long poll.
+func TestMessageWaitBounded(t *testing.T) {
+	b := newBed(t, nil)
+	id := b.createSession()
+	var out struct {
+		Seq       int64             `json:"seq"`
+		Events    []json.RawMessage `json:"events"`
+		Result    map[string]any    `json:"result"`
+		NextAfter int64             `json:"next_after"`
+	}
+	msg := fmt.Sprintf(`{"content":"twice:%s","wait":true}`, strings.Repeat("w", 700<<10))
+	if resp := b.do("POST", "/api/sessions/"+id+"/messages", msg, &out); resp.StatusCode != 200 {
+		t.Fatalf("wait: %d", resp.StatusCode)
+	}
+	// user_message (700 KB), status_change | assistant (1.4 MB), result
+	if len(out.Events) != 2 || out.NextAfter != 2 || out.Result["type"] != "result" || out.Result["seq"].(float64) != 4 {
+		t.Fatalf("a turn over a page: %d events, next_after %d, result %v", len(out.Events), out.NextAfter, out.Result["seq"])
+	}
+	out.Events, out.NextAfter = nil, 0
+	b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"small","wait":true}`, &out)
+	if len(out.Events) != 4 || out.NextAfter != 0 || out.Result["seq"].(float64) != 9 {
+		t.Fatalf("a small turn: %d events, next_after %d, result %v", len(out.Events), out.NextAfter, out.Result["seq"])
+	}
+}

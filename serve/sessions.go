@@ -195,20 +195,18 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]int64{"seq": ref.seq})
 		return
 	}
-	evs, err := e.waitTurn(r.Context(), ref)
+	t, err := e.waitTurn(r.Context(), ref)
 	if err != nil {
 		writeError(w, http.StatusGatewayTimeout, "waiting for the result of message %d: %v", ref.seq, err)
 		return
 	}
-	resp := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Seq    int64             `json:"seq"`
 		Events []json.RawMessage `json:"events"`
 		Result json.RawMessage   `json:"result"`
-	}{Seq: ref.seq, Events: raws(evs)}
-	if n := len(evs); n > 0 {
-		resp.Result = evs[n-1].Raw
-	}
-	writeJSON(w, http.StatusOK, resp)
+		// NextAfter is set when the events were cut at pageBytes.
+		NextAfter int64 `json:"next_after,omitempty"`
+	}{Seq: ref.seq, Events: raws(t.events), Result: t.result.Raw, NextAfter: t.nextAfter})
 }
 
 func (s *Server) interruptSession(w http.ResponseWriter, r *http.Request) {
