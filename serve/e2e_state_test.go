@@ -3,16 +3,22 @@ package serve_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/serve"
 )
 
 // TestE2ELongLinesSurviveRestarts is finding 1 of issue 26 as it was
@@ -84,4 +90,90 @@ func TestE2EStateDirLock(t *testing.T) {
 	s.stop(syscall.SIGKILL) // the kernel drops the lock with the process
 	s.restart()
 	s.must(200, "GET", "/api/sessions", nil, nil)
+}
+
+// TestE2ELongPollRSS is finding 7 of issue 26 as it was measured: 20
+// parallel long polls of a 20 MB log on a real pneuma serve. Each reads the
+// whole log page by page; the server's peak RSS (VmHWM) must not grow with
+// the log times the readers (it grew from 136 MB to 1.75 GB).
+func TestE2ELongPollRSS(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response { return fakeapi.Text("ok") })
+	s := startServer(t, claudetest.NewEnv(t, api.URL), repo)
+	o := s.create(jsonString(map[string]string{"repo": repo}))
+	s.stop(syscall.SIGTERM)
+	// 20 MB of events appended as the server writes them.
+	events := filepath.Join(s.args[slices.Index(s.args, "--state-dir")+1], "sessions", o.ID, "events.jsonl")
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := int64(bytes.Count(data, []byte("\n")))
+	f, err := os.OpenFile(events, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := strings.Repeat("r", 400<<10)
+	for range 50 {
+		seq++
+		fmt.Fprintf(f, `{"seq":%d,"type":"user_message","time":"2026-01-01T00:00:00Z","content":%q}`+"\n", seq, content)
+	}
+	f.Close()
+	s.restart()
+	before := vmHWM(t, s.cmd.Process.Pid)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			for after := int64(0); after < seq; {
+				var p page
+				code, body := s.do("GET", fmt.Sprintf("/api/sessions/%s/events?after=%d", o.ID, after), nil)
+				if err := json.Unmarshal(body, &p); code != 200 || err != nil || len(p.Events) == 0 {
+					errs <- fmt.Errorf("poll after %d: %d %v", after, code, err)
+					return
+				}
+				n += int64(len(p.Events))
+				after = p.NextAfter
+			}
+			if n != seq {
+				errs <- fmt.Errorf("%d events polled, the log has %d", n, seq)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	after := vmHWM(t, s.cmd.Process.Pid)
+	t.Logf("log of %d events (%d MB); server peak RSS %d MB after the restart, %d MB after 20 parallel long polls of the whole log (race detector: %v)",
+		seq, (len(data)+50*len(content))>>20, before>>20, after>>20, serve.RaceEnabled)
+	limit := int64(200 << 20)
+	if serve.RaceEnabled {
+		limit *= 3 // the race detector's shadow memory
+	}
+	if after-before > limit {
+		t.Fatalf("peak RSS grew by %d MB under 20 long polls of a 20 MB log", (after-before)>>20)
+	}
+}
+
+// vmHWM is a process's peak resident set size, in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
 }
