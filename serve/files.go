@@ -212,12 +212,19 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f h
 
 func (s *Server) configDir() string { return history.ConfigDir(s.cfg.Getenv) }
 
+// historyError answers a history that could not be read with a 500 that
+// names no file (paths and link targets stay in the server's log).
+func (s *Server) historyError(w http.ResponseWriter, r *http.Request, err error) {
+	s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+	writeError(w, http.StatusInternalServerError, "the history could not be read (the server's log says why)")
+}
+
 // historySessions is like `pneuma history list --json`, filtered by ?q=
 // (a substring of the id, project or first prompt).
 func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
 	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{Summary: true})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.historyError(w, r, err)
 		return
 	}
 	q := strings.ToLower(r.URL.Query().Get("q"))
@@ -271,7 +278,7 @@ func (s *Server) historyUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.historyError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"by": by, "rows": corpus.UsageBy(by, time.Local), "total": corpus.Total()})
