@@ -348,7 +348,10 @@ func (l *Listing) listProject(dir, name string) {
 	}
 }
 
-// Resolve finds one session by full id, unique id prefix, or transcript path.
+// Resolve finds one session by full id, unique id prefix, or transcript
+// path: a query containing a path separator or ending in .jsonl is a path
+// (the command line's `pneuma history show ./x.jsonl`). A server must use
+// ResolveID, which never reads a path.
 func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) {
 	if strings.HasSuffix(query, ".jsonl") || strings.ContainsRune(query, os.PathSeparator) {
 		if _, err := os.Lstat(query); err != nil {
@@ -364,6 +367,47 @@ func Resolve(ctx context.Context, configDir, query string) (SessionFile, error) 
 			ProjectDir: filepath.Base(filepath.Dir(abs)),
 		}, nil
 	}
+	return resolveID(ctx, configDir, query)
+}
+
+// maxIDLen bounds a session id: a UUID (what the CLI names its sessions)
+// is 36 characters.
+const maxIDLen = 64
+
+// IsSessionID reports whether id can name a session: 1 to 64 ASCII
+// letters, digits, '-' and '_' (a UUID or a prefix of one, among others).
+// Nothing that passes can be a path: no separator, no dot.
+func IsSessionID(id string) bool {
+	if id == "" || len(id) > maxIDLen {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// InvalidIDError is a query that is not a session id (IsSessionID).
+type InvalidIDError struct{ ID string }
+
+func (e *InvalidIDError) Error() string { return fmt.Sprintf("%q is not a session id", e.ID) }
+
+// ResolveID finds one session of the projects tree by full id or unique id
+// prefix, and never treats id as a path: an id that is not one is an
+// *InvalidIDError before any file is touched. It is what a server resolves
+// a client's id with; ErrNotFound and the error of an unreadable
+// transcript are the caller's to hide or show.
+func ResolveID(ctx context.Context, configDir, id string) (SessionFile, error) {
+	if !IsSessionID(id) {
+		return SessionFile{}, &InvalidIDError{ID: id}
+	}
+	return resolveID(ctx, configDir, id)
+}
+
+// resolveID looks query up among the sessions List finds.
+func resolveID(ctx context.Context, configDir, query string) (SessionFile, error) {
 	l, err := List(ctx, configDir)
 	if err != nil {
 		return SessionFile{}, err

@@ -109,6 +109,31 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveIDNeverAPath: ResolveID (the server's) takes ids and id
+// prefixes and refuses anything else before touching a file, where Resolve
+// (the command line's) reads a path.
+func TestResolveIDNeverAPath(t *testing.T) {
+	ctx := context.Background()
+	cfg := "testdata"
+	if s, err := ResolveID(ctx, cfg, "aaaaaaaa"); err != nil || s.ID != "aaaaaaaa-1111-4111-8111-111111111111" {
+		t.Fatalf("ResolveID(prefix) = %+v, %v", s, err)
+	}
+	p := filepath.Join(cfg, "projects", "-srv-other", "cccccccc-3333-4333-8333-333333333333.jsonl")
+	abs, _ := filepath.Abs(p)
+	for _, id := range []string{p, abs, "cccccccc-3333-4333-8333-333333333333.jsonl", "/etc/passwd", "..", "../..", `..\x`, "", "a.b", strings.Repeat("a", 65)} {
+		var ie *InvalidIDError
+		if s, err := ResolveID(ctx, cfg, id); !errors.As(err, &ie) {
+			t.Errorf("ResolveID(%q) = %+v, %v; want an InvalidIDError", id, s, err)
+		}
+	}
+	if _, err := ResolveID(ctx, cfg, "zzz"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ResolveID(unknown) err = %v", err)
+	}
+	if s, err := Resolve(ctx, cfg, p); err != nil || s.ID != "cccccccc-3333-4333-8333-333333333333" {
+		t.Fatalf("Resolve(path) still reads a path: %+v, %v", s, err)
+	}
+}
+
 func TestListSessionsSkipsDirectories(t *testing.T) {
 	got, err := ListSessions(context.Background(), "testdata")
 	if err != nil {

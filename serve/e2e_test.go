@@ -256,9 +256,29 @@ func (s *server) must(want int, method, path string, body, out any) {
 func (s *server) events(id string) []map[string]any {
 	s.t.Helper()
 	var evs []map[string]any
-	s.must(200, "GET", "/api/sessions/"+id+"/events?after=0", nil, &evs)
-	s.notePIDs(evs)
-	return evs
+	for after := int64(0); ; {
+		page := s.poll(fmt.Sprintf("/api/sessions/%s/events?after=%d", id, after))
+		evs = append(evs, page.Events...)
+		if after = page.NextAfter; after >= page.LastSeq {
+			return evs
+		}
+	}
+}
+
+// page is a long poll's answer.
+type page struct {
+	Events    []map[string]any `json:"events"`
+	NextAfter int64            `json:"next_after"`
+	LastSeq   int64            `json:"last_seq"`
+}
+
+// poll is one long poll (path with its query).
+func (s *server) poll(path string) page {
+	s.t.Helper()
+	var p page
+	s.must(200, "GET", path, nil, &p)
+	s.notePIDs(p.Events)
+	return p
 }
 
 // waitEvent polls the session's events until one of typ containing sub
@@ -267,9 +287,8 @@ func (s *server) waitEvent(id string, after int64, typ, sub string) map[string]a
 	s.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		var evs []map[string]any
-		s.must(200, "GET", fmt.Sprintf("/api/sessions/%s/events?after=%d&wait=2s", id, after), nil, &evs)
-		s.notePIDs(evs)
+		p := s.poll(fmt.Sprintf("/api/sessions/%s/events?after=%d&wait=2s", id, after))
+		evs := p.Events
 		for _, ev := range evs {
 			if ev["type"] == typ {
 				if b, _ := json.Marshal(ev); strings.Contains(string(b), sub) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +37,8 @@ type entry struct {
 	dirty    chan struct{}
 	stop     chan struct{}
 	saving   sync.WaitGroup
+	// damage says why a damaged session could not be restored.
+	damage string
 }
 
 // msgRef is what a client_msg_id was answered.
@@ -48,6 +49,7 @@ type msgRef struct {
 
 var (
 	errClosed   = errors.New("session is closed")
+	errDamaged  = errors.New("session is damaged")
 	errNoEngine = errors.New("this server cannot open sessions (no session engine)")
 )
 
@@ -228,6 +230,9 @@ func (e *entry) live(ctx context.Context) (Session, error) {
 	if sess != nil {
 		return sess, nil
 	}
+	if st.Status == StatusDamaged {
+		return nil, fmt.Errorf("%w (%s): its files are kept for you to look at", errDamaged, e.damage)
+	}
 	if isTerminal(st.Status) {
 		return nil, errClosed
 	}
@@ -270,12 +275,22 @@ func (e *entry) send(ctx context.Context, content, clientMsgID string) (msgRef, 
 	return ref, nil
 }
 
+// turn is the answer to a message sent with wait: the turn's events, at
+// most pageBytes of them (or one larger event), and its result. When the
+// events were cut, nextAfter is the seq of the last one given: the long
+// poll continues from there.
+type turn struct {
+	events    []eventlog.Event
+	result    eventlog.Event
+	nextAfter int64
+}
+
 // waitTurn returns the events of a message's turn once its result (the
 // turn-th result of the session) is in: its user_message, then what the log
 // holds after both that message and the previous turn's result, up to this
 // turn's result. A message sent while another turn runs is queued by the CLI,
 // so the tail of that other turn is left out.
-func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, error) {
+func (e *entry) waitTurn(ctx context.Context, ref msgRef) (turn, error) {
 	for {
 		last := e.log.LastSeq()
 		e.mu.Lock()
@@ -291,28 +306,60 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) ([]eventlog.Event, err
 			return e.turnEvents(ref.seq, prevSeq, resultSeq)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return turn{}, err
 		}
 		// onEvent records a result just after appending it: a short wait
 		// covers the moment between the two.
 		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		_, err := e.log.Wait(wctx, last)
+		_, err := e.log.Wait(wctx, last, 1) // only to wait: a page of one event
 		cancel()
 		if err != nil {
-			return nil, err
+			return turn{}, err
 		}
 	}
 }
 
 // turnEvents reads the log from the user_message at msgSeq through result
-// once, leaving out what came between them up to prevResult (the end of
-// the turn that ran when the message came).
-func (e *entry) turnEvents(msgSeq, prevResult, result int64) ([]eventlog.Event, error) {
-	evs, err := e.log.Read(msgSeq-1, int(result-msgSeq+1))
-	if err != nil {
-		return nil, err
+// once, a page at a time, leaving out what came between them up to
+// prevResult (the end of the turn that ran when the message came), and
+// stops before the events pass pageBytes.
+func (e *entry) turnEvents(msgSeq, prevResult, result int64) (turn, error) {
+	var t turn
+	var size int
+	for after := msgSeq - 1; after < result; {
+		evs, err := e.log.ReadPage(after, int(result-after), pageBytes)
+		if err != nil {
+			return turn{}, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Seq > msgSeq && ev.Seq <= prevResult {
+				continue
+			}
+			if len(t.events) > 0 && size+len(ev.Raw) > pageBytes {
+				t.nextAfter = t.events[len(t.events)-1].Seq
+				break
+			}
+			t.events = append(t.events, ev)
+			size += len(ev.Raw)
+		}
+		if t.nextAfter > 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
 	}
-	return slices.DeleteFunc(evs, func(ev eventlog.Event) bool { return ev.Seq > msgSeq && ev.Seq <= prevResult }), nil
+	if n := len(t.events); n > 0 && t.events[n-1].Seq == result {
+		t.result = t.events[n-1]
+		return t, nil
+	}
+	evs, err := e.log.Read(result-1, 1)
+	if err != nil || len(evs) == 0 {
+		return turn{}, fmt.Errorf("read the result of the turn (event %d): %v", result, err)
+	}
+	t.result = evs[0]
+	return t, nil
 }
 
 // current returns the open session, or nil.

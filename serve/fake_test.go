@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,7 +88,11 @@ func (s *fakeSession) Send(content string) error {
 		if s.gate != nil {
 			<-s.gate
 		}
-		s.emit("assistant", map[string]any{"message": map[string]string{"text": "re: " + content}})
+		text := "re: " + content
+		if rest, ok := strings.CutPrefix(content, "twice:"); ok {
+			text = rest + rest // an answer longer than any message
+		}
+		s.emit("assistant", map[string]any{"message": map[string]string{"text": text}})
 		if content == "too slow" { // runner cuts a turn past its timeout: no result, a turn_end
 			s.emit("cli_exited", map[string]any{"exit_code": 0, "signal": "SIGINT"})
 			s.emit("turn_end", map[string]string{"status": "failed", "reason": "timeout"})

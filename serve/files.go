@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -46,16 +47,41 @@ func (s *Server) jobDir(w http.ResponseWriter, r *http.Request) (runner.JobDir, 
 		return "", false
 	}
 	job := r.PathValue("job")
-	dir := runLayout(&s.cfg).Run(ru.id).Job(job)
-	if !validID(job) {
-		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
-		return "", false
+	run := runLayout(&s.cfg).Run(ru.id)
+	for _, slug := range []string{job, jobSlug(run, job)} {
+		if !validID(slug) {
+			continue
+		}
+		if fi, err := os.Stat(string(run.Job(slug))); err == nil && fi.IsDir() {
+			return run.Job(slug), true
+		}
 	}
-	if _, err := os.Stat(string(dir)); err != nil {
-		writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
-		return "", false
+	writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
+	return "", false
+}
+
+// jobSlug finds the slug (the directory name) of the job named name in the
+// run's plan (run.json), or "": job routes take a job's name as well as
+// its slug ("fix the bug" is in jobs/fix-the-bug).
+func jobSlug(run runner.RunDir, name string) string {
+	data, err := os.ReadFile(run.Journal())
+	if err != nil {
+		return ""
 	}
-	return dir, true
+	var j struct {
+		Plan struct {
+			Jobs []struct{ Name, Slug string } `json:"jobs"`
+		} `json:"plan"`
+	}
+	if json.Unmarshal(data, &j) != nil {
+		return ""
+	}
+	for _, jb := range j.Plan.Jobs {
+		if jb.Name == name {
+			return jb.Slug
+		}
+	}
+	return ""
 }
 
 // jobStream is the last lines of a job's stream.jsonl (?tail=N, default 100).
@@ -169,8 +195,8 @@ func exportFormat(w http.ResponseWriter, r *http.Request) (history.Format, bool)
 // export streams a transcript in a format, as it is read (a transcript can
 // be hundreds of MB); HTML is sandboxed by the route's CSP.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f history.Format) {
-	if _, err := os.Stat(path); err != nil {
-		writeError(w, http.StatusNotFound, "transcript: %v", err)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		writeError(w, http.StatusNotFound, "no transcript") // nothing of the path or why
 		return
 	}
 	ctype := map[history.Format]string{
@@ -186,12 +212,19 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, path string, f h
 
 func (s *Server) configDir() string { return history.ConfigDir(s.cfg.Getenv) }
 
+// historyError answers a history that could not be read with a 500 that
+// names no file (paths and link targets stay in the server's log).
+func (s *Server) historyError(w http.ResponseWriter, r *http.Request, err error) {
+	s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+	writeError(w, http.StatusInternalServerError, "the history could not be read (the server's log says why)")
+}
+
 // historySessions is like `pneuma history list --json`, filtered by ?q=
 // (a substring of the id, project or first prompt).
 func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
 	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{Summary: true})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.historyError(w, r, err)
 		return
 	}
 	q := strings.ToLower(r.URL.Query().Get("q"))
@@ -205,19 +238,29 @@ func (s *Server) historySessions(w http.ResponseWriter, r *http.Request) {
 }
 
 // historySession exports one session (?format=html|json|md, default html).
+// {id} is a session id or a unique prefix of one, never a path; an id that
+// is not one, no such session and an unreadable transcript are one 404
+// that says nothing of the files behind it.
 func (s *Server) historySession(w http.ResponseWriter, r *http.Request) {
 	f, ok := exportFormat(w, r)
 	if !ok {
 		return
 	}
-	sf, err := history.Resolve(r.Context(), s.configDir(), r.PathValue("id"))
-	if err != nil {
-		var amb *history.AmbiguousError
-		if errors.As(err, &amb) {
-			writeError(w, http.StatusConflict, "%v", err)
-			return
-		}
-		writeError(w, http.StatusNotFound, "%v", err)
+	id := r.PathValue("id")
+	sf, err := history.ResolveID(r.Context(), s.configDir(), id)
+	var amb *history.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		writeError(w, http.StatusConflict, "%v", err) // only ids of the history
+		return
+	case err != nil && r.Context().Err() == nil && !errors.Is(err, history.ErrNotFound) && history.IsSessionID(id):
+		s.cfg.Logf("history session %q: %v", id, err) // the operator sees why; the client does not
+		fallthrough
+	case err != nil && !history.IsSessionID(id):
+		writeError(w, http.StatusNotFound, "no history session with that id (an id is a session id, never a path)")
+		return
+	case err != nil:
+		writeError(w, http.StatusNotFound, "no history session %q", id)
 		return
 	}
 	s.export(w, r, sf.Path, f)
@@ -235,7 +278,7 @@ func (s *Server) historyUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	corpus, err := history.Scan(r.Context(), s.configDir(), history.ScanOptions{})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
+		s.historyError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"by": by, "rows": corpus.UsageBy(by, time.Local), "total": corpus.Total()})

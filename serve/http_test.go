@@ -202,19 +202,20 @@ func TestMessageWaitCutTurn(t *testing.T) {
 func TestLongPoll(t *testing.T) {
 	b := newBed(t, nil)
 	id := b.createSession()
-	var evs []map[string]any
+	var p pollPage
 	start := time.Now()
-	b.do("GET", "/api/sessions/"+id+"/events?after=0&wait=200ms", "", &evs)
-	if len(evs) != 0 || time.Since(start) < 150*time.Millisecond {
-		t.Fatalf("empty wait: %v after %v", evs, time.Since(start))
+	b.do("GET", "/api/sessions/"+id+"/events?after=0&wait=200ms", "", &p)
+	if len(p.Events) != 0 || p.NextAfter != 0 || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("empty wait: %+v after %v", p, time.Since(start))
 	}
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"hi"}`, nil)
 	}()
-	b.do("GET", "/api/sessions/"+id+"/events?after=0&wait=10s", "", &evs)
-	if len(evs) == 0 || evs[0]["seq"].(float64) != 1 || evs[0]["type"] != "user_message" {
-		t.Fatalf("events: %v", evs)
+	b.do("GET", "/api/sessions/"+id+"/events?after=0&wait=10s", "", &p)
+	evs := p.Events
+	if len(evs) == 0 || evs[0]["seq"].(float64) != 1 || evs[0]["type"] != "user_message" || p.NextAfter != int64(evs[len(evs)-1]["seq"].(float64)) {
+		t.Fatalf("events: %+v", p)
 	}
 	var e apiError
 	if resp := b.do("GET", "/api/sessions/"+id+"/events?after=-3", "", &e); resp.StatusCode != 400 || e.Problems[0].Field != "after" {
@@ -251,9 +252,10 @@ func TestRestart(t *testing.T) {
 	if len(list) != 1 || list[0].ID != id || list[0].Status != StatusIdle || list[0].LastSeq != before.LastSeq || before.LastSeq < 4 {
 		t.Fatalf("after restart: %+v (before %+v)", list, before)
 	}
-	var evs []map[string]any
-	b2.do("GET", "/api/sessions/"+id+"/events?after=2", "", &evs)
-	if int64(len(evs)) != before.LastSeq-2 || evs[0]["seq"].(float64) != 3 {
+	var p pollPage
+	b2.do("GET", "/api/sessions/"+id+"/events?after=2", "", &p)
+	evs := p.Events
+	if int64(len(evs)) != before.LastSeq-2 || evs[0]["seq"].(float64) != 3 || p.LastSeq != before.LastSeq {
 		t.Fatalf("replay after restart: %v", evs)
 	}
 	// The same client_msg_id is still the same message; a new one resumes.
@@ -266,4 +268,11 @@ func TestRestart(t *testing.T) {
 	if m["seq"] != before.LastSeq+1 || b2.engine.restores != 1 {
 		t.Fatalf("next message: %v (last %d), restores %d", m, before.LastSeq, b2.engine.restores)
 	}
+}
+
+// pollPage is a long poll's answer.
+type pollPage struct {
+	Events    []map[string]any `json:"events"`
+	NextAfter int64            `json:"next_after"`
+	LastSeq   int64            `json:"last_seq"`
 }

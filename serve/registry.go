@@ -55,7 +55,10 @@ func loadRegistry(cfg *Config) (*registry, error) {
 			continue // a session whose create failed half way
 		}
 		if err != nil {
-			return nil, fmt.Errorf("restore session %s: %w", de.Name(), err)
+			// One bad session does not keep the others from starting.
+			e = damagedEntry(cfg, de.Name(), err)
+			cfg.Logf("session %s is damaged: listed as damaged, its files kept in %s: %v",
+				de.Name(), runner.StateDir(cfg.StateDir).Session(de.Name()), err)
 		}
 		g.m[e.id] = e
 	}
@@ -105,13 +108,13 @@ func (g *registry) list() []*entry {
 	return out
 }
 
-// active counts the sessions not closed or failed.
+// active counts the sessions not closed, failed or damaged.
 func (g *registry) active() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := 0
 	for _, e := range g.m {
-		if st := e.snapshot().Status; st != StatusClosed && st != StatusFailed {
+		if !isTerminal(e.snapshot().Status) {
 			n++
 		}
 	}
@@ -134,7 +137,7 @@ func (g *registry) reserve() (*entry, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, o := range g.m {
-		if st := o.snapshot().Status; st != StatusClosed && st != StatusFailed {
+		if !isTerminal(o.snapshot().Status) {
 			n++
 		}
 	}
@@ -234,10 +237,25 @@ func restoreEntry(cfg *Config, id string) (*entry, error) {
 
 // recount rebuilds, from the log, what deduplication and wait need.
 func (e *entry) recount() error {
-	evs, err := e.log.Read(0, 0)
-	if err != nil {
-		return err
+	for after := int64(0); ; {
+		evs, err := e.log.ReadPage(after, 0, pageBytes)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+		e.countEvents(evs)
 	}
+	// A turn cut by the stop may have no result: count new turns from the
+	// results there are.
+	e.sent = len(e.results)
+	return nil
+}
+
+// countEvents notes the client_msg_ids and results of restored events.
+func (e *entry) countEvents(evs []eventlog.Event) {
 	for _, ev := range evs {
 		switch ev.Type {
 		case "user_message":
@@ -252,13 +270,43 @@ func (e *entry) recount() error {
 			e.results = append(e.results, ev.Seq)
 		}
 	}
-	// A turn cut by the stop may have no result: count new turns from the
-	// results there are.
-	e.sent = len(e.results)
-	return nil
 }
 
-// isTerminal: a closed or failed session takes no more messages.
+// isTerminal: a closed, failed or damaged session takes no more messages.
 func isTerminal(status string) bool {
-	return slices.Contains([]string{StatusClosed, StatusFailed}, status)
+	return slices.Contains([]string{StatusClosed, StatusFailed, StatusDamaged}, status)
+}
+
+// StatusDamaged is a saved session that cannot be restored (session.json
+// unreadable, or its event log damaged): listed with why, its events up to
+// the damage readable, its files left as they are; it takes no messages.
+const StatusDamaged = "damaged"
+
+// salvageLog is a damaged log, read-only: its events before the damage, or
+// none when it cannot be read at all.
+func salvageLog(path string) *eventlog.Log {
+	log, err := eventlog.Salvage(path)
+	if err != nil {
+		return eventlog.Empty(path)
+	}
+	return log
+}
+
+// damagedEntry is a session restoreEntry could not restore: what its
+// session.json says, if anything, and the events before the damage.
+func damagedEntry(cfg *Config, id string, cause error) *entry {
+	dir := runner.StateDir(cfg.StateDir).Session(id)
+	e := newEntry(cfg, id, salvageLog(dir.Events()))
+	var sv saved
+	if data, err := os.ReadFile(dir.SessionFile()); err == nil && json.Unmarshal(data, &sv) == nil {
+		e.state = sv.State
+	}
+	if e.state.CreatedAt.IsZero() {
+		if fi, err := os.Stat(string(dir)); err == nil {
+			e.state.CreatedAt = fi.ModTime().UTC()
+		}
+	}
+	e.state.ID, e.state.Status, e.state.PendingPermissions = id, StatusDamaged, nil
+	e.damage = cause.Error()
+	return e
 }

@@ -120,16 +120,18 @@ func loadRuns(cfg *Config) (*runRegistry, error) {
 		if _, err := os.Stat(runEventsPath(cfg, de.Name())); err != nil {
 			continue
 		}
+		status := "lost"
 		log, err := eventlog.Open(runEventsPath(cfg, de.Name()), durableTypes)
-		if err != nil {
-			return nil, fmt.Errorf("restore run %s: %w", de.Name(), err)
+		if err != nil { // one damaged run does not keep the server from starting (serve-state)
+			cfg.Logf("run %s is damaged: listed as damaged, its files kept: %v", de.Name(), err)
+			status, log = "damaged", salvageLog(runEventsPath(cfg, de.Name()))
 		}
-		ru := &run{id: de.Name(), log: log, status: "lost", done: make(chan struct{})}
+		ru := &run{id: de.Name(), log: log, status: status, done: make(chan struct{})}
 		close(ru.done)
 		if data, err := os.ReadFile(runLayout(cfg).Run(ru.id).Report()); err == nil {
 			var rep report.Report
 			if json.Unmarshal(data, &rep) == nil {
-				ru.report, ru.status, ru.started = &rep, string(rep.Status), rep.StartedAt
+				ru.report, ru.status, ru.started, ru.jobs = &rep, string(rep.Status), rep.StartedAt, len(rep.Jobs)
 			}
 		}
 		g.m[ru.id] = ru

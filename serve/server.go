@@ -110,23 +110,29 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conns  sync.WaitGroup
+	// lock holds the state directory until Shutdown (statelock.go).
+	lock *stateLock
 }
 
-// New loads the sessions and runs saved under cfg.StateDir (listed idle)
-// and builds the route table.
+// New locks cfg.StateDir (a *StateLockedError when another server holds
+// it), loads the sessions and runs saved there (listed idle; a damaged one
+// listed damaged) and builds the route table.
 func New(cfg Config) (*Server, error) {
 	cfg.defaults()
 	if cfg.StateDir == "" {
 		return nil, errors.New("serve: no state directory")
 	}
-	s := &Server{cfg: cfg}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	var err error
-	if s.sessions, err = loadRegistry(&s.cfg); err != nil {
+	lock, err := lockState(cfg.StateDir)
+	if err != nil {
 		return nil, err
 	}
+	s := &Server{cfg: cfg, lock: lock}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.sessions, err = loadRegistry(&s.cfg); err != nil {
+		return nil, errors.Join(err, lock.release())
+	}
 	if s.runs, err = loadRuns(&s.cfg); err != nil {
-		return nil, err
+		return nil, errors.Join(err, lock.release())
 	}
 	s.routes = s.routeTable()
 	s.handler = s.mount(s.routes)
@@ -153,5 +159,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("websocket connections still open: %w", ctx.Err()))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.lock.release())...)
 }

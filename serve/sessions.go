@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -36,6 +38,8 @@ type sessionObject struct {
 	Deletions    *int   `json:"deletions,omitempty"`
 	Commit       string `json:"commit,omitempty"`
 	Transcript   string `json:"transcript,omitempty"`
+	// Damage says why a damaged session could not be restored.
+	Damage string `json:"damage,omitempty"`
 }
 
 func (e *entry) object() sessionObject {
@@ -45,7 +49,7 @@ func (e *entry) object() sessionObject {
 		Repo: st.Repo, Branch: st.Branch, Worktree: st.Worktree, Model: st.Model,
 		CreatedAt: st.CreatedAt, LastSeq: e.log.LastSeq(), NumTurns: st.NumTurns,
 		CostUSD: st.CostUSD, Usage: st.Usage, MessageCount: st.MessageCount,
-		PendingPermissions: st.PendingPermissions,
+		PendingPermissions: st.PendingPermissions, Damage: e.damage,
 	}
 	if o.PendingPermissions == nil {
 		o.PendingPermissions = []PendingPermission{}
@@ -130,7 +134,7 @@ func (s *Server) engineError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.As(err, &de):
 		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
-	case errors.Is(err, errClosed), errors.Is(err, ErrPermissionResolved):
+	case errors.Is(err, errClosed), errors.Is(err, errDamaged), errors.Is(err, ErrPermissionResolved):
 		writeError(w, http.StatusConflict, "%v", err)
 	case errors.Is(err, ErrNoSuchPermission):
 		writeError(w, http.StatusNotFound, "%v", err)
@@ -196,20 +200,18 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]int64{"seq": ref.seq})
 		return
 	}
-	evs, err := e.waitTurn(r.Context(), ref)
+	t, err := e.waitTurn(r.Context(), ref)
 	if err != nil {
 		writeError(w, http.StatusGatewayTimeout, "waiting for the result of message %d: %v", ref.seq, err)
 		return
 	}
-	resp := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Seq    int64             `json:"seq"`
 		Events []json.RawMessage `json:"events"`
 		Result json.RawMessage   `json:"result"`
-	}{Seq: ref.seq, Events: raws(evs)}
-	if n := len(evs); n > 0 {
-		resp.Result = evs[n-1].Raw
-	}
-	writeJSON(w, http.StatusOK, resp)
+		// NextAfter is set when the events were cut at pageBytes.
+		NextAfter int64 `json:"next_after,omitempty"`
+	}{Seq: ref.seq, Events: raws(t.events), Result: t.result.Raw, NextAfter: t.nextAfter})
 }
 
 func (s *Server) interruptSession(w http.ResponseWriter, r *http.Request) {
@@ -220,13 +222,27 @@ func (s *Server) interruptSession(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &struct{}{}, true) {
 		return
 	}
-	if sess := e.current(); sess != nil {
-		if err := sess.Interrupt(); err != nil {
-			s.engineError(w, err)
-			return
-		}
+	if err := e.interrupt(); err != nil {
+		s.engineError(w, err)
+		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "interrupt sent"})
+}
+
+// interrupt ends the running turn. A closed or damaged session answers
+// errClosed or errDamaged; an open one whose CLI is not running (restored,
+// before its next message) has nothing to interrupt.
+func (e *entry) interrupt() error {
+	if sess := e.current(); sess != nil {
+		return sess.Interrupt()
+	}
+	switch st := e.snapshot().Status; {
+	case st == StatusDamaged:
+		return errDamaged
+	case isTerminal(st):
+		return errClosed
+	}
+	return nil
 }
 
 // permissionRequest answers one permission_request.
@@ -278,8 +294,14 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// longPoll is GET .../events?after=SEQ&wait=30s: the events after SEQ,
-// waiting up to wait (at most 60s) for one.
+// pageBytes bounds the events of one long-poll answer; an event larger
+// than it is a page of its own.
+const pageBytes = 1 << 20
+
+// longPoll is GET .../events?after=SEQ&wait=30s: a page of the events after
+// SEQ, waiting up to wait (at most 60s) for one. The answer is
+// {"events":[...],"next_after":N,"last_seq":M}: the next poll asks after N,
+// and N < M says more events wait.
 func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.Log) {
 	q := r.URL.Query()
 	var after int64
@@ -304,12 +326,33 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, log *eventlog.
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	evs, err := log.Wait(ctx, after)
+	evs, err := log.Wait(ctx, after, pageBytes)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, raws(evs))
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	writePage(w, evs, next, log.LastSeq())
+}
+
+// writePage writes a page of events as they are in the log, without
+// decoding or copying them again.
+func writePage(w http.ResponseWriter, evs []eventlog.Event, next, last int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"events":[`)
+	for i, ev := range evs {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(ev.Raw)
+	}
+	fmt.Fprintf(bw, `],"next_after":%d,"last_seq":%d}`+"\n", next, last)
+	_ = bw.Flush() // the status is sent; a client gone mid-answer has nothing more to hear
 }
 
 func raws(evs []eventlog.Event) []json.RawMessage {

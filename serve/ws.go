@@ -314,10 +314,8 @@ func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error)
 		}
 		return map[string]any{"type": "permission_accepted", "request_id": m.RequestID}, nil
 	case "interrupt":
-		if sess := t.e.current(); sess != nil {
-			if err := sess.Interrupt(); err != nil {
-				return nil, err
-			}
+		if err := t.e.interrupt(); err != nil {
+			return nil, err
 		}
 		return map[string]any{"type": "interrupt_sent"}, nil
 	}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 )
@@ -45,13 +46,49 @@ type Log struct {
 	notify  chan struct{} // closed and replaced at every append (long-poll)
 	closed  bool
 	buf     []byte
+	maxLine int
 }
+
+// MaxLine is the longest event the log writes and reads back, without its
+// newline: twice the longest line of the CLI's stream that pneuma decodes
+// (claude.DefaultMaxLineBytes, 64 MiB), so that any event made of one CLI
+// line fits. Append refuses a longer event; Open fails on a longer line with
+// a DamageError naming the file and line. Reading a line never holds more
+// than its first bytes in memory.
+const MaxLine = 128 << 20
+
+// scanBuffer is the read buffer of Open's scan; longer lines are read past
+// in pieces of this size.
+const scanBuffer = 256 << 10
+
+// DamageError is a log whose complete lines are not events 1, 2, 3...: a
+// line that is not an event, a seq out of order, or a line over the limit.
+type DamageError struct {
+	Path string
+	Line int // 1-based
+	Err  error
+}
+
+func (e *DamageError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+
+func (e *DamageError) Unwrap() error { return e.Err }
 
 // Open opens (creating if needed) the log at path, reloading what is there.
 // A torn last line (a crash mid-write) is dropped and the log continues at
-// the seq after the last complete line. durable reports which event types
-// are synced to disk when appended (nil: none; Close always syncs).
+// the seq after the last complete line; any other damage is a *DamageError
+// and the file is left as it is (Salvage reads what comes before it).
+// durable reports which event types are synced to disk when appended (nil:
+// none; Close always syncs).
 func Open(path string, durable func(typ string) bool) (*Log, error) {
+	return openWith(path, durable, scanBuffer, MaxLine)
+}
+
+// openCapped is Open with another line limit (tests).
+func openCapped(path string, durable func(typ string) bool, maxLine int) (*Log, error) {
+	return openWith(path, durable, scanBuffer, maxLine)
+}
+
+func openWith(path string, durable func(typ string) bool, bufSize, maxLine int) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create event log dir: %w", err)
 	}
@@ -59,7 +96,7 @@ func Open(path string, durable func(typ string) bool) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
-	offsets, end, err := scan(w, path)
+	offsets, end, err := scan(w, path, bufSize, maxLine)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -75,39 +112,114 @@ func Open(path string, durable func(typ string) bool) (*Log, error) {
 	if durable == nil {
 		durable = func(string) bool { return false }
 	}
-	return &Log{path: path, durable: durable, w: w, offsets: append(offsets, end),
+	return &Log{path: path, durable: durable, w: w, offsets: append(offsets, end), maxLine: maxLine,
 		subs: map[*Subscription]struct{}{}, notify: make(chan struct{})}, nil
 }
 
+// Salvage opens a log read-only and closed: the events before its first
+// damaged line (all of them when there is none) replay; nothing is written
+// and the file is not changed. It is how a damaged session stays readable.
+func Salvage(path string) (*Log, error) { return salvageWith(path, scanBuffer, MaxLine) }
+
+func salvageWith(path string, bufSize, maxLine int) (*Log, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	defer f.Close()
+	offsets, end, err := scan(f, path, bufSize, maxLine)
+	var de *DamageError
+	if err != nil && !errors.As(err, &de) {
+		return nil, err
+	}
+	notify := make(chan struct{})
+	close(notify)
+	return &Log{path: path, durable: func(string) bool { return false }, offsets: append(offsets, end),
+		maxLine: maxLine, subs: map[*Subscription]struct{}{}, notify: notify, closed: true}, nil
+}
+
+// Empty is a closed log without events at path (which it does not open):
+// what a session whose log cannot be read at all replays.
+func Empty(path string) *Log {
+	notify := make(chan struct{})
+	close(notify)
+	return &Log{path: path, durable: func(string) bool { return false }, offsets: []int64{0},
+		maxLine: MaxLine, subs: map[*Subscription]struct{}{}, notify: notify, closed: true}
+}
+
+// headLen is how much of a line scan keeps: enough for {"seq":N, with any
+// int64 N.
+const headLen = 32
+
 // scan indexes the complete lines of f and checks that their seqs run 1, 2,
-// 3...; it returns the offsets of the lines and the end of the last one.
-func scan(f *os.File, path string) ([]int64, int64, error) {
-	br := bufio.NewReaderSize(f, 256<<10)
+// 3...; it returns the offsets of the lines and the end of the last one. A
+// damaged line is a *DamageError returned with the offsets and end of the
+// lines before it. Only each line's first bytes are kept, so a line of any
+// length is read in bounded memory.
+func scan(f io.Reader, path string, bufSize, maxLine int) ([]int64, int64, error) {
+	br := bufio.NewReaderSize(f, bufSize)
 	var offsets []int64
 	var off int64
+	head := make([]byte, 0, headLen)
 	for {
-		line, err := br.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			var more []byte
-			more, err = br.ReadSlice('\n')
-			line = append(append([]byte(nil), line...), more...)
-		}
-		if err == io.EOF {
+		n, h, last, err := nextLine(br, head[:0], maxLine)
+		line := len(offsets) + 1
+		var tooLong *lineTooLong
+		switch {
+		case errors.As(err, &tooLong):
+			return offsets, off, &DamageError{Path: path, Line: line, Err: err}
+		case err == io.EOF:
 			return offsets, off, nil // a line without its newline is torn
-		}
-		if err != nil {
+		case err != nil:
 			return nil, 0, fmt.Errorf("read %s: %w", path, err)
 		}
-		seq, perr := seqOf(line)
-		if perr != nil || seq != int64(len(offsets)+1) {
-			return nil, 0, fmt.Errorf("%s:%d: not event %d of the log", path, len(offsets)+1, len(offsets)+1)
+		seq, perr := seqOf(h)
+		if perr != nil || seq != int64(line) || last != '}' {
+			return offsets, off, &DamageError{Path: path, Line: line, Err: fmt.Errorf("not event %d of the log", line)}
 		}
 		offsets = append(offsets, off)
-		off += int64(len(line))
+		off += n
+	}
+}
+
+// lineTooLong is a line over the log's limit.
+type lineTooLong struct{ max int }
+
+func (e *lineTooLong) Error() string {
+	return fmt.Sprintf("line longer than the event log's %d byte limit", e.max)
+}
+
+// nextLine reads past one line: its length with the newline, its first
+// headLen bytes (appended to head) and its last byte before the newline.
+// io.EOF is the end of the input, with or without a torn line before it.
+func nextLine(br *bufio.Reader, head []byte, maxLine int) (n int64, h []byte, last byte, err error) {
+	h = head
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(h) < headLen {
+			h = append(h, chunk[:min(len(chunk), headLen-len(h))]...)
+		}
+		n += int64(len(chunk))
+		body := chunk
+		if err == nil {
+			body = chunk[:len(chunk)-1]
+		}
+		if len(body) > 0 {
+			last = body[len(body)-1]
+		}
+		switch {
+		case err == nil && n-1 > int64(maxLine), errors.Is(err, bufio.ErrBufferFull) && n > int64(maxLine):
+			return n, h, last, &lineTooLong{max: maxLine}
+		case err == nil:
+			return n, h, last, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return n, h, last, err
+		}
 	}
 }
 
 // seqOf reads the seq of an encoded event, which always starts {"seq":N,
+// with N as JSON writes it: digits, no sign, no leading zero.
 func seqOf(line []byte) (int64, error) {
 	const prefix = `{"seq":`
 	if !bytes.HasPrefix(line, []byte(prefix)) {
@@ -115,7 +227,7 @@ func seqOf(line []byte) (int64, error) {
 	}
 	rest := line[len(prefix):]
 	i := bytes.IndexAny(rest, ",}")
-	if i < 0 {
+	if i < 1 || rest[0] == '0' || bytes.IndexFunc(rest[:i], func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, errors.New("no seq")
 	}
 	return strconv.ParseInt(string(rest[:i]), 10, 64)
@@ -150,6 +262,13 @@ func (l *Log) Append(typ string, obj []byte) (int64, error) {
 		b = append(b, ',')
 	}
 	b = append(b, obj[1:]...)
+	if len(b) > l.maxLine {
+		if cap(b) > 64<<10 {
+			b = nil // a refused giant is not kept
+		}
+		l.buf = b
+		return 0, fmt.Errorf("append %s event to %s: %d bytes is longer than the event log's %d byte limit", typ, l.path, len(b), l.maxLine)
+	}
 	b = append(b, '\n')
 	l.buf = b
 	if _, err := l.w.Write(b); err != nil {
@@ -174,7 +293,13 @@ func (l *Log) Append(typ string, obj []byte) (int64, error) {
 }
 
 // Read returns up to max events with seq > after (max <= 0: all of them).
-func (l *Log) Read(after int64, max int) ([]Event, error) {
+func (l *Log) Read(after int64, max int) ([]Event, error) { return l.ReadPage(after, max, 0) }
+
+// ReadPage returns up to limit events with seq > after (limit <= 0: no limit
+// on the count) whose lines take at most maxBytes (<= 0: no limit), and at
+// least one event when there is one after: an event larger than maxBytes
+// is a page of its own. Only the page is read into memory.
+func (l *Log) ReadPage(after int64, limit int, maxBytes int64) ([]Event, error) {
 	l.mu.Lock()
 	last := int64(len(l.offsets) - 1)
 	if after < 0 {
@@ -185,8 +310,14 @@ func (l *Log) Read(after int64, max int) ([]Event, error) {
 		return nil, nil
 	}
 	to := last
-	if max > 0 && after+int64(max) < last {
-		to = after + int64(max)
+	if limit > 0 && after+int64(limit) < last {
+		to = after + int64(limit)
+	}
+	if maxBytes > 0 {
+		// k events fit while the end of the k-th is within maxBytes.
+		lim := l.offsets[after] + maxBytes
+		k := sort.Search(int(to-after), func(i int) bool { return l.offsets[after+1+int64(i)] > lim })
+		to = after + int64(max(k, 1))
 	}
 	offs := l.offsets[after : to+1 : to+1]
 	l.mu.Unlock()
@@ -226,15 +357,16 @@ func typeOf(raw []byte) string {
 	return ""
 }
 
-// Wait returns the events after seq, waiting until there is one, ctx ends
-// or the log is closed. An ended wait is not an error: it returns no events.
-func (l *Log) Wait(ctx context.Context, after int64) ([]Event, error) {
+// Wait returns a page of events after seq (ReadPage with maxBytes), waiting
+// until there is one, ctx ends or the log is closed. An ended wait is not an
+// error: it returns no events.
+func (l *Log) Wait(ctx context.Context, after int64, maxBytes int64) ([]Event, error) {
 	for {
 		l.mu.Lock()
 		last, ch, closed := int64(len(l.offsets)-1), l.notify, l.closed
 		l.mu.Unlock()
 		if last > after || closed {
-			return l.Read(after, 0)
+			return l.ReadPage(after, 0, maxBytes)
 		}
 		select {
 		case <-ch:

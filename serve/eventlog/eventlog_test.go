@@ -218,7 +218,7 @@ func TestWait(t *testing.T) {
 	l.Append("x", obj("x", 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if evs, err := l.Wait(ctx, 1); err != nil || len(evs) != 0 {
+	if evs, err := l.Wait(ctx, 1, 0); err != nil || len(evs) != 0 {
 		t.Fatalf("timed-out wait: %v %v", evs, err)
 	}
 	go func() {
@@ -227,7 +227,7 @@ func TestWait(t *testing.T) {
 	}()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
-	evs, err := l.Wait(ctx2, 1)
+	evs, err := l.Wait(ctx2, 1, 0)
 	if err != nil || len(evs) != 1 || evs[0].Seq != 2 {
 		t.Fatalf("wait: %v %+v", err, evs)
 	}

@@ -24,8 +24,13 @@ type Subscription struct {
 	dropped bool
 }
 
-// replayBatch is how many events a replay reads from the file at once.
-const replayBatch = 512
+// A replay reads the file a page at a time: at most replayBatch events and
+// replayBytes bytes (or one larger event), so that replaying a log of any
+// size holds one page in memory.
+const (
+	replayBatch = 512
+	replayBytes = 1 << 20
+)
 
 // Subscribe follows the log from the event after seq after. buffer bounds
 // how many live events may wait for the reader.
@@ -83,7 +88,7 @@ func (s *Subscription) Last() int64 { return s.next - 1 }
 
 func (s *Subscription) next1(ctx context.Context) ([]Event, error) {
 	if s.next <= s.upTo {
-		evs, err := s.log.Read(s.next-1, int(min(s.upTo-s.next+1, replayBatch)))
+		evs, err := s.log.ReadPage(s.next-1, int(min(s.upTo-s.next+1, replayBatch)), replayBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -177,8 +177,18 @@ func (s *realServer) get(path string, v any) {
 func (s *realServer) events(path string) []map[string]any {
 	s.t.Helper()
 	var out []map[string]any
-	s.get(path+"/events?after=0", &out)
-	return out
+	for after := int64(0); ; {
+		var page struct {
+			Events    []map[string]any `json:"events"`
+			NextAfter int64            `json:"next_after"`
+			LastSeq   int64            `json:"last_seq"`
+		}
+		s.get(fmt.Sprintf("%s/events?after=%d", path, after), &page)
+		out = append(out, page.Events...)
+		if after = page.NextAfter; after >= page.LastSeq {
+			return out
+		}
+	}
 }
 
 // answer is the fake Anthropic API's script. A job (JOB-<name>) writes

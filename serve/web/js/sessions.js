@@ -21,7 +21,7 @@ export function sessionsPage(el) {
         h('thead', {}, h('tr', {}, names.map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, all.map((s) => labelCells(h('tr', {'data-session': s.id},
           h('th', {scope: 'row'}, h('a', {href: '#/sessions/' + enc(s.id)}, s.name || s.id)),
-          h('td', {}, badge(s.status)),
+          h('td', {}, badge(s.status), s.damage ? h('span', {class: 'reason'}, ' ' + s.damage) : ''),
           h('td', {}, s.repo || ''),
           h('td', {}, s.model || ''),
           h('td', {class: 'n'}, num(s.num_turns)),
