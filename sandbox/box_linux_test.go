@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	RunIfForwarder()
+	os.Exit(m.Run())
+}
+
+// needBwrap returns bubblewrap's path; without it the test fails in CI and
+// is skipped elsewhere.
+func needBwrap(t *testing.T) string {
+	t.Helper()
+	path, err := Check()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return path
+}
+
+// echoServer answers each line with "echo:" and the line, on host loopback.
+func echoServer(t *testing.T) (port int, accepted chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted = make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("echo:" + line))
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
+}
+
+func TestBoxConfinesAShell(t *testing.T) {
+	bwrap := needBwrap(t)
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{home, work, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("SECRET-KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listed, gotListed := echoServer(t)
+	unlisted, gotUnlisted := echoServer(t)
+	box, err := Open(Config{
+		Spec: Spec{Enabled: true, Network: []string{"127.0.0.1:" + strconv.Itoa(listed)}}, Bwrap: bwrap,
+		Dir: work, Home: home, StateDir: filepath.Join(root, "state"), APIURL: "http://127.0.0.1:1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	script := `
+cat $HOME/.ssh/id_ed25519 2>/dev/null || echo no-key
+echo x > ` + filepath.Join(root, "outside") + ` 2>/dev/null || echo no-outside-write
+echo ok > in-work && echo work-write
+exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(listed) + ` && echo hi >&3 && head -n1 <&3
+(exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(unlisted) + `) 2>/dev/null || echo no-unlisted
+curl -s -o /dev/null -w '%{http_code}\n' http://10.9.9.9/ || true
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	argv := box.Command(work, []string{"/bin/bash", "-c", script})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = box.Env([]string{"PATH=/usr/bin:/bin", "HOME=" + home})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandboxed shell: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{"no-key", "work-write", "echo:hi", "no-unlisted", "403"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "SECRET-KEY") {
+		t.Errorf("the key was read:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "outside")); err == nil {
+		t.Error("a file outside the worktree was written")
+	}
+	if _, err := os.Stat(filepath.Join(work, "in-work")); err != nil {
+		t.Errorf("the worktree write did not land: %v", err)
+	}
+	if len(gotListed) != 1 || len(gotUnlisted) != 0 {
+		t.Errorf("listed port got %d connections, unlisted %d; want 1 and 0", len(gotListed), len(gotUnlisted))
+	}
+	rep := box.Report()
+	if len(rep.Refused) != 1 || rep.Refused[0].Host != "10.9.9.9:80" {
+		t.Errorf("refused = %+v, want 10.9.9.9:80 once", rep.Refused)
+	}
+}

@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrUnsupported is returned by Check on systems without bubblewrap
+// support (everything but Linux).
+var ErrUnsupported = errors.New("the sandbox runs on Linux only (bubblewrap); " +
+	"on this system set sandbox: false or leave it out")
+
+var checked struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Check finds bubblewrap and makes sure it can start a sandbox here (user
+// namespaces allowed), once per process. It returns bwrap's path, or an
+// error naming what is missing.
+func Check() (string, error) {
+	checked.once.Do(func() { checked.path, checked.err = check(runtime.GOOS) })
+	return checked.path, checked.err
+}
+
+func check(goos string) (string, error) {
+	if goos != "linux" {
+		return "", fmt.Errorf("%w (this is %s)", ErrUnsupported, goos)
+	}
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errors.New("sandbox: bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: apt-get install bubblewrap)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--unshare-all", "--die-with-parent", "--new-session",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--", "true")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("sandbox: bubblewrap cannot create namespaces here (user namespaces disabled? check kernel.unprivileged_userns_clone and the container's seccomp profile): %v: %s",
+			err, strings.TrimSpace(stderr.String()))
+	}
+	return path, nil
+}
