@@ -44,6 +44,9 @@ type Config struct {
 	// Binary is the CLI to run (see Find); Dir its working directory.
 	Binary string
 	Dir    string
+	// Launch, when set, is the argv that runs the CLI: Launch, then Binary
+	// and its arguments (a sandbox).
+	Launch []string
 	// Env is the child's complete environment, built by the caller; nil
 	// inherits pneuma's own, as os/exec does. Start adds MarkerEnv.
 	Env     []string
@@ -131,7 +134,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.Binary == "" {
 		return nil, fmt.Errorf("start claude: %w: no binary given", ErrNotFound)
 	}
-	cmd := exec.Command(cfg.Binary, cfg.Options.Args()...)
+	argv := append(append(slices.Clone(cfg.Launch), cfg.Binary), cfg.Options.Args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
 	env := cfg.Env
 	if env == nil {

@@ -36,6 +36,9 @@ type cliSpec struct {
 // pneuma instead of being refused.
 func startCLI(ctx context.Context, s cliSpec) (*claude.Process, error) {
 	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr, Raw: s.raw}
+	if err := confine(ctx, &cfg); err != nil {
+		return nil, err
+	}
 	if s.policy != nil || s.ask != nil {
 		pol, err := compilePolicy(s.policy)
 		if err != nil {

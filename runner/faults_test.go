@@ -14,10 +14,12 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	fakecli.RunIfRequested()
+	sandbox.RunIfForwarder() // this test binary stands in for pneuma inside a sandbox
 	os.Exit(m.Run())
 }
 

@@ -53,6 +53,12 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 		return failed(res, report.ReasonWorkspace, err)
 	}
 	defer records.close() // for the early returns; closed below with its error kept
+	box, err := r.openSandbox(job)
+	if err != nil {
+		return failed(res, report.ReasonWorkspace, err)
+	}
+	defer closeSandbox(box) // after finishJob: its transcript is read from the box's config dir
+	ctx = withBox(ctx, box)
 	r.started(job, start)
 
 	sessionID := r.attempts(ctx, job, records, prior, &res)
@@ -68,6 +74,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
+	res.Sandbox = sandboxReport(box)
 	res.DurationMS = time.Since(start).Milliseconds()
 	redactResult(&res)
 	return res

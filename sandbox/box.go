@@ -140,14 +140,19 @@ func (b *Box) Env(env []string) []string {
 	return out
 }
 
-// Command returns the argv that runs argv confined in dir: bubblewrap,
-// then the forwarder, then argv.
-func (b *Box) Command(dir string, argv []string) []string {
+// Prefix returns the argv that, followed by a command's, runs that command
+// confined with dir as its working directory: bubblewrap, then the
+// forwarder.
+func (b *Box) Prefix(dir string) []string {
 	args := append([]string{b.cfg.Bwrap}, b.bwrapArgs(dir)...)
 	args = append(args, "--", b.cfg.Self, ForwardCommand, "--socket", insideSocket, "--listen", strconv.Itoa(b.port))
 	for _, p := range b.raw {
 		args = append(args, "--raw", strconv.Itoa(p))
 	}
-	args = append(args, "--")
-	return append(args, argv...)
+	return append(args, "--")
+}
+
+// Command returns the argv that runs argv confined in dir.
+func (b *Box) Command(dir string, argv []string) []string {
+	return append(b.Prefix(dir), argv...)
 }

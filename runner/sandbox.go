@@ -1,0 +1,157 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
+)
+
+// A job with a sandbox (sandbox job field, --sandbox) runs its CLI and its
+// verify commands under bubblewrap, with a network proxy of its own for
+// the life of the job. The box rides in the job's context, so that every
+// place that starts one of its processes confines it.
+
+type boxKey struct{}
+
+func withBox(ctx context.Context, b *sandbox.Box) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, boxKey{}, b)
+}
+
+// boxOf is the sandbox of the job ctx belongs to (nil: none).
+func boxOf(ctx context.Context) *sandbox.Box {
+	b, _ := ctx.Value(boxKey{}).(*sandbox.Box)
+	return b
+}
+
+// confine makes cfg start the CLI inside the job's sandbox, with Claude
+// Code's own Bash sandbox off: it cannot nest inside pneuma's.
+func confine(ctx context.Context, cfg *claude.Config) error {
+	box := boxOf(ctx)
+	if box == nil {
+		return nil
+	}
+	settings, err := sandbox.CLISettings(cfg.Options.Settings)
+	if err != nil {
+		return err
+	}
+	cfg.Options.Settings = settings
+	cfg.Launch = box.Prefix(cfg.Dir)
+	cfg.Env = box.Env(cfg.Env)
+	return nil
+}
+
+// planSandbox settles a job's sandbox: --sandbox turns it on; its paths
+// are resolved against the jobs file's directory and must exist.
+func (pl *planner) planSandbox(j *Job, spec JobSpec) {
+	switch {
+	case pl.o.Sandbox && spec.Sandbox.On():
+		s := *spec.Sandbox
+		j.Sandbox = &s
+	case pl.o.Sandbox:
+		j.Sandbox = &sandbox.Spec{Enabled: true}
+	case spec.Sandbox.On():
+		s := *spec.Sandbox
+		j.Sandbox = &s
+	default:
+		return
+	}
+	j.Sandbox.Read = resolvePaths(pl.fileDir, j.Sandbox.Read)
+	j.Sandbox.Write = resolvePaths(pl.fileDir, j.Sandbox.Write)
+	for _, p := range slices.Concat(j.Sandbox.Read, j.Sandbox.Write) {
+		if _, err := os.Stat(p); err != nil {
+			pl.problem(spec.PosOf("sandbox"), "sandbox: %s: %v", p, pathErr(err))
+		}
+	}
+}
+
+// checkSandbox fails the plan (exit 3, before any job starts) when a job
+// asks for a sandbox that cannot start here.
+func (pl *planner) checkSandbox() {
+	for _, j := range pl.p.Jobs {
+		if !j.Sandbox.On() {
+			continue
+		}
+		if _, err := sandbox.Check(); err != nil {
+			pl.envErrs = append(pl.envErrs, fmt.Errorf("job %q asks for a sandbox, which cannot start here: %w", j.Name, err))
+		}
+		return
+	}
+}
+
+// UnsandboxedBypass names the jobs of p that run in bypassPermissions
+// without a sandbox: nothing but policy stands between them and the
+// machine.
+func UnsandboxedBypass(p *Plan) []string {
+	var names []string
+	for _, j := range p.Jobs {
+		if j.Options.PermissionMode == "bypassPermissions" && !j.Sandbox.On() {
+			names = append(names, j.Name)
+		}
+	}
+	return names
+}
+
+// openSandbox prepares a sandboxed job's box (nil for other jobs) and
+// points the job's CLAUDE_CONFIG_DIR at the box's private copy, where its
+// transcripts are then found.
+func (r *run) openSandbox(job *Job) (*sandbox.Box, error) {
+	if !job.Sandbox.On() {
+		return nil, nil
+	}
+	bwrap, err := sandbox.Check()
+	if err != nil {
+		return nil, err
+	}
+	env := envLookup(childEnv(r.opts.Environ, job.Env))
+	home := env("HOME")
+	src, js := env("CLAUDE_CONFIG_DIR"), ""
+	if src == "" && home != "" {
+		src, js = filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")
+	}
+	box, err := sandbox.Open(sandbox.Config{
+		Spec: *job.Sandbox, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
+		Binary: firstNonEmpty(job.Binary, r.plan.Binary), Home: home, ConfigSrc: src, ConfigJSON: js,
+		StateDir: filepath.Join(job.JobDir, "sandbox"), APIURL: env("ANTHROPIC_BASE_URL"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the sandbox of job %q: %w", job.Name, err)
+	}
+	jobEnv := maps.Clone(job.Env)
+	if jobEnv == nil {
+		jobEnv = map[string]string{}
+	}
+	jobEnv["CLAUDE_CONFIG_DIR"] = box.ConfigDir()
+	job.Env = jobEnv
+	return box, nil
+}
+
+// closeSandbox stops a job's proxy (nil: no sandbox).
+func closeSandbox(box *sandbox.Box) {
+	if box != nil {
+		_ = box.Close() // the proxy's end; the job's outcome is already settled
+	}
+}
+
+// sandboxReport is the report's view of a job's box (nil: no sandbox).
+func sandboxReport(box *sandbox.Box) *report.Sandbox {
+	if box == nil {
+		return nil
+	}
+	rep := box.Report()
+	out := &report.Sandbox{Network: rep.Network, Read: rep.Read, Write: rep.Write}
+	for _, h := range rep.Refused {
+		out.Refused = append(out.Refused, report.RefusedHost{Host: h.Host, Count: h.Count})
+		out.RefusedCount += h.Count
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package runner_test
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
+)
+
+// requireSandbox fails the test in CI when bubblewrap cannot run here, and
+// skips it elsewhere.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the sandbox escape suite needs bubblewrap: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// countingServer accepts on host loopback, answers "pong" to a line, and
+// counts connections.
+type countingServer struct {
+	port     int
+	accepted chan struct{}
+}
+
+func newCountingServer(t *testing.T) *countingServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	s := &countingServer{port: ln.Addr().(*net.TCPAddr).Port, accepted: make(chan struct{}, 64)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				_, _ = bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("pong\n"))
+			}()
+		}
+	}()
+	return s
+}
+
+// escapeWorld is what the escapes aim at, all outside the job's worktree.
+type escapeWorld struct {
+	repo, home, scratch, remote, other, bgDir, tmpFile, marker string
+	sshKey, awsKey                                             string
+	listed, unlisted                                           *countingServer
+	victim                                                     *exec.Cmd
+}
+
+func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
+	t.Helper()
+	w := &escapeWorld{repo: claudetest.GitRepo(t), home: b.env.Home, scratch: t.TempDir(),
+		sshKey: "SSH-SECRET-" + rand.Text(), awsKey: "AWS-SECRET-" + rand.Text(), marker: "pneuma-escape-" + rand.Text()}
+	w.remote = filepath.Join(w.scratch, "remote.git")
+	claudetest.Git(t, w.scratch, "init", "-q", "--bare", w.remote)
+	claudetest.Git(t, w.repo, "remote", "add", "origin", w.remote)
+	w.other = filepath.Join(w.repo, ".pneuma", "worktrees", "e2e", "other-job")
+	w.bgDir = filepath.Join(w.scratch, "bg")
+	w.tmpFile = filepath.Join(os.TempDir(), w.marker)
+	t.Cleanup(func() { _ = os.Remove(w.tmpFile) })
+	for path, content := range map[string]string{
+		filepath.Join(w.home, ".ssh", "id_ed25519"):       w.sshKey,
+		filepath.Join(w.home, ".aws", "credentials"):      w.awsKey,
+		filepath.Join(w.home, ".claude", "settings.json"): `{"env":{"USER_SETTING":"1"}}`,
+		filepath.Join(w.home, ".claude.json"):             `{"numStartups":1}`,
+		filepath.Join(w.other, "README.md"):               "another job's worktree\n",
+		filepath.Join(w.bgDir, ".keep"):                   "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
+	w.victim = exec.Command("sleep", "300")
+	if err := w.victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.victim.Process.Kill(); _ = w.victim.Wait() })
+	return w
+}
+
+// script is one Bash call that tries every escape and prints, for each,
+// "<name>=ok" when it got through.
+func (w *escapeWorld) script() string {
+	tcp := func(port int) string {
+		return fmt.Sprintf(`(exec 3<>/dev/tcp/127.0.0.1/%d && echo ping >&3 && head -n1 <&3) 2>/dev/null`, port)
+	}
+	lines := []string{
+		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
+		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
+		`echo x > "$HOME/escaped.txt" && echo home=ok`,
+		`echo x > ` + w.tmpFile + ` && echo tmp=ok`,
+		`cat "$HOME/.ssh/id_ed25519" "$HOME/.aws/credentials"; echo`,
+		`git config --file ` + filepath.Join(w.repo, ".git", "config") + ` core.fsmonitor "touch ` + filepath.Join(w.scratch, "fsmonitor-ran") + `" && echo repo-config=ok`,
+		`printf '#!/bin/sh\ntouch ` + filepath.Join(w.scratch, "hook-ran") + `\n' > ` + filepath.Join(w.repo, ".git", "hooks", "post-commit") + ` && echo repo-hook=ok`,
+		tcp(w.listed.port) + ` | grep -q pong && echo listed-port=ok`,
+		tcp(w.unlisted.port) + ` | grep -q pong && echo unlisted-port=ok`,
+		`curl -s -m 3 -o /dev/null http://203.0.113.7/ ; true`,
+		`kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo signal-pneuma=$((40+2))`,
+		`kill -9 ` + strconv.Itoa(w.victim.Process.Pid) + ` 2>/dev/null && echo kill-other=ok`,
+		`git push -q ` + w.remote + ` HEAD:refs/heads/escaped 2>/dev/null && echo push=ok`,
+		`nohup env -u PNEUMA_CLAUDE_MARKER setsid sh -c 'sleep 60; echo alive > ` + filepath.Join(w.bgDir, "alive") + `' ` + w.marker + ` >/dev/null 2>&1 < /dev/null &`,
+		`echo done`,
+	}
+	return strings.Join(lines, "\n")
+}
+
+// escapes reports, per escape, whether it got through, judged outside.
+func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
+	t.Helper()
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(w.repo, ".git", "config"))
+	got := map[string]bool{
+		"other-worktree": exists(filepath.Join(w.other, "escaped.txt")),
+		"home":           exists(filepath.Join(w.home, "escaped.txt")),
+		"tmp":            exists(w.tmpFile),
+		"read-ssh-key":   strings.Contains(string(data), w.sshKey),
+		"read-aws-creds": strings.Contains(string(data), w.awsKey),
+		"repo-config":    strings.Contains(string(cfg), "fsmonitor"),
+		"repo-hook":      exists(filepath.Join(w.repo, ".git", "hooks", "post-commit")),
+		"unlisted-port":  len(w.unlisted.accepted) > 0,
+		"signal-pneuma":  strings.Contains(string(data), "signal-pneuma=42"), // the script holds the expression, not its value
+		"kill-other":     !poll.Running(w.victim.Process.Pid),
+		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
+		"background":     processWithArg(w.marker),
+	}
+	return got
+}
+
+func gitOK(dir string, args ...string) bool {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	return cmd.Run() == nil
+}
+
+// processWithArg reports whether a live process has arg on its command line
+// (and kills it: nothing outlives the test).
+func processWithArg(arg string) bool {
+	entries, _ := os.ReadDir("/proc")
+	found := false
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), arg) {
+			found = true
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return found
+}
+
+// TestSandboxEscapes runs the escape suite on the real CLI in
+// bypassPermissions: with the sandbox every escape fails and the job still
+// finishes and commits on its branch; without it every escape succeeds
+// (so the suite can tell).
+func TestSandboxEscapes(t *testing.T) {
+	requireSandbox(t)
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandbox=%v", sandboxed), func(t *testing.T) {
+			b := newBed(t)
+			w := newEscapeWorld(t, b)
+			homeBefore := snapshot(t, w.home)
+			b.jobs["ESCAPE-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+				if r.HasToolResult() {
+					return fakeapi.Text("tried every escape")
+				}
+				return fakeapi.ToolUse(fakeapi.Bash(w.script()))
+			}
+			sb := "false"
+			if sandboxed {
+				sb = fmt.Sprintf("{network: [\"127.0.0.1:%d\"], write: [%q]}", w.listed.port, w.bgDir)
+			}
+			p := b.plan(w.repo, fmt.Sprintf(`version: 1
+jobs:
+  - name: escape
+    prompt: ESCAPE-TOKEN try to get out
+    permission_mode: bypassPermissions
+    sandbox: %s
+`, sb))
+			rep := b.run(p)
+			res := jobByName(t, rep, "escape")
+			if res.Status != report.StatusSucceeded {
+				t.Fatalf("job %s (%s): %s", res.Status, res.Reason, res.Error)
+			}
+			got := w.escapes(t, res.Stream)
+			if data, err := os.ReadFile(res.Stream); err == nil && testing.Verbose() {
+				t.Logf("stream: %s", data)
+			}
+			listed := len(w.listed.accepted) > 0
+			t.Logf("escapes: %v, listed port reached: %v", got, listed)
+			for name, escaped := range got {
+				if escaped == sandboxed {
+					t.Errorf("%s: escaped=%v with sandbox=%v", name, escaped, sandboxed)
+				}
+			}
+			if !listed {
+				t.Error("the listed port was not reached")
+			}
+			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "pneuma/e2e/escape"); !strings.Contains(log, "inside") {
+				t.Errorf("the agent's own commit is not on its branch: %q", log)
+			}
+			if !sandboxed {
+				if res.Sandbox != nil {
+					t.Errorf("report.sandbox = %+v for a job without one", res.Sandbox)
+				}
+				return
+			}
+			if after := snapshot(t, w.home); after != homeBefore {
+				t.Errorf("the user's HOME changed in a sandboxed run:\nbefore %s\nafter  %s", homeBefore, after)
+			}
+			if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 || res.Sandbox.Refused[0].Host != "203.0.113.7:80" {
+				t.Errorf("report.sandbox = %+v, want the refused 203.0.113.7:80", res.Sandbox)
+			}
+			if res.Transcript == "" {
+				t.Error("no transcript archived from the sandbox's config dir")
+			}
+		})
+	}
+}
+
+// snapshot lists every file under dir with its size and content.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s=%q;", strings.TrimPrefix(p, dir), data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
