@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -17,18 +18,33 @@ import (
 var ErrUnsupported = errors.New("the sandbox runs on Linux only (bubblewrap); " +
 	"on this system set sandbox: false or leave it out")
 
+// checked caches Check's answer per $PATH (where bwrap is looked up).
 var checked struct {
-	once sync.Once
+	mu      sync.Mutex
+	answers map[string]checkAnswer
+}
+
+type checkAnswer struct {
 	path string
 	err  error
 }
 
 // Check finds bubblewrap and makes sure it can start a sandbox here (user
-// namespaces allowed), once per process. It returns bwrap's path, or an
-// error naming what is missing.
+// namespaces allowed), once per process and $PATH. It returns bwrap's
+// path, or an error naming what is missing.
 func Check() (string, error) {
-	checked.once.Do(func() { checked.path, checked.err = check(runtime.GOOS) })
-	return checked.path, checked.err
+	checked.mu.Lock()
+	defer checked.mu.Unlock()
+	key := os.Getenv("PATH")
+	a, ok := checked.answers[key]
+	if !ok {
+		a.path, a.err = check(runtime.GOOS)
+		if checked.answers == nil {
+			checked.answers = map[string]checkAnswer{}
+		}
+		checked.answers[key] = a
+	}
+	return a.path, a.err
 }
 
 func check(goos string) (string, error) {
