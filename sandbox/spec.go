@@ -108,16 +108,39 @@ func parseHost(s string) (hostPort, error) {
 	}
 	host, portStr, err := net.SplitHostPort(s)
 	if err != nil {
-		if strings.Contains(s, ":") && !strings.Contains(s, "]") && strings.Count(s, ":") == 1 {
-			return hostPort{}, fmt.Errorf("%q is not a host or host:port", s)
+		host, portStr = s, ""
+		if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); ip != nil {
+			host = ip.String() // a bare IPv6 address, with or without brackets
 		}
-		return hostPort{host: strings.ToLower(strings.Trim(s, "[]"))}, nil
+	}
+	host = strings.ToLower(host)
+	if !validHost(host) {
+		return hostPort{}, fmt.Errorf("%q is not a host or host:port", s)
+	}
+	if portStr == "" {
+		return hostPort{host: host}, nil
 	}
 	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 || host == "" {
+	if err != nil || port < 1 || port > 65535 {
 		return hostPort{}, fmt.Errorf("%q is not a host:port with a port from 1 to 65535", s)
 	}
-	return hostPort{host: strings.ToLower(host), port: port}, nil
+	return hostPort{host: host, port: port}, nil
+}
+
+// validHost accepts a DNS name or an IP address.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // loopback reports whether host names the local machine.
