@@ -20,6 +20,7 @@ import (
 func TestMain(m *testing.M) {
 	fakecli.RunIfRequested()
 	sandbox.RunIfForwarder() // this test binary stands in for pneuma inside a sandbox
+	runMCPServerIfRequested()
 	os.Exit(m.Run())
 }
 

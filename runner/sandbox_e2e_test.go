@@ -155,6 +155,7 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 		"kill-other":     !poll.Running(w.victim.Process.Pid),
 		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
 		"background":     processWithArg(w.marker),
+		"verify-home":    exists(filepath.Join(w.home, "verify-escaped.txt")),
 	}
 	return got
 }
@@ -196,10 +197,13 @@ func TestSandboxEscapes(t *testing.T) {
 			w := newEscapeWorld(t, b)
 			homeBefore := snapshot(t, w.home)
 			b.jobs["ESCAPE-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
-				if r.HasToolResult() {
-					return fakeapi.Text("tried every escape")
+				switch {
+				case !r.HasToolResult():
+					return fakeapi.ToolUse(fakeapi.Bash(w.script()))
+				case !r.Contains("mcp-ok"):
+					return fakeapi.ToolUse(fakeapi.Tool("mcp__probe__ping", map[string]any{}))
 				}
-				return fakeapi.ToolUse(fakeapi.Bash(w.script()))
+				return fakeapi.Text("tried every escape")
 			}
 			sb := "false"
 			if sandboxed {
@@ -211,7 +215,11 @@ jobs:
     prompt: ESCAPE-TOKEN try to get out
     permission_mode: bypassPermissions
     sandbox: %s
-`, sb))
+    mcp_config: '%s'
+    expect: {mcp: true}
+    verify:
+      command: [sh, -c, "echo v > %s; true"]
+`, sb, w.mcpConfig(t), filepath.Join(w.home, "verify-escaped.txt")))
 			rep := b.run(p)
 			res := jobByName(t, rep, "escape")
 			if res.Status != report.StatusSucceeded {
@@ -230,6 +238,12 @@ jobs:
 			}
 			if !listed {
 				t.Error("the listed port was not reached")
+			}
+			if data, _ := os.ReadFile(res.Stream); !strings.Contains(string(data), `"mcp-ok"`) {
+				t.Error("the job's MCP server did not answer its tool call")
+			}
+			if len(res.Verify) != 1 || !res.Verify[0].Passed {
+				t.Errorf("verify rounds %+v, want one that passed", res.Verify)
 			}
 			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "pneuma/e2e/escape"); !strings.Contains(log, "inside") {
 				t.Errorf("the agent's own commit is not on its branch: %q", log)
@@ -251,6 +265,16 @@ jobs:
 			}
 		})
 	}
+}
+
+// mcpConfig names this test binary as the job's MCP server.
+func (w *escapeWorld) mcpConfig(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`{"mcpServers":{"probe":{"command":%q,"env":{%q:"1"}}}}`, self, mcpServerEnv)
 }
 
 // snapshot lists every file under dir with its size and content.
