@@ -66,10 +66,10 @@ func newCountingServer(t *testing.T) *countingServer {
 
 // escapeWorld is what the escapes aim at, all outside the job's worktree.
 type escapeWorld struct {
-	repo, home, scratch, remote, other, bgDir, tmpFile, marker string
-	sshKey, awsKey                                             string
-	listed, unlisted                                           *countingServer
-	victim                                                     *exec.Cmd
+	repo, home, scratch, remote, other, bgDir, tmpFile, marker, base string
+	sshKey, awsKey                                                   string
+	listed, unlisted                                                 *countingServer
+	victim                                                           *exec.Cmd
 }
 
 func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
@@ -98,6 +98,9 @@ func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
 			t.Fatal(err)
 		}
 	}
+	// Another job's branch of the same run, beside the job's own ref.
+	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/other-job")
+	w.base = claudetest.Git(t, w.repo, "rev-parse", "main")
 	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
 	w.victim = exec.Command("sleep", "300")
 	if err := w.victim.Start(); err != nil {
@@ -116,6 +119,8 @@ func (w *escapeWorld) script() string {
 	lines := []string{
 		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
 		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
+		`git update-ref refs/heads/pneuma/e2e/other-job HEAD && echo other-branch=ok`,
+		`git update-ref refs/heads/main HEAD && echo main-branch=ok`,
 		`echo x > "$HOME/escaped.txt" && echo home=ok`,
 		`echo x > ` + w.tmpFile + ` && echo tmp=ok`,
 		`cat "$HOME/.ssh/id_ed25519" "$HOME/.aws/credentials"; echo`,
@@ -156,6 +161,8 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
 		"background":     processWithArg(w.marker),
 		"verify-home":    exists(filepath.Join(w.home, "verify-escaped.txt")),
+		"other-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
+		"main-branch":    claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
 	}
 	return got
 }
@@ -253,6 +260,9 @@ jobs:
 					t.Errorf("report.sandbox = %+v for a job without one", res.Sandbox)
 				}
 				return
+			}
+			if locks, _ := filepath.Glob(filepath.Join(w.repo, ".git", "refs", "heads", "pneuma", "e2e", "*.lock")); len(locks) > 0 {
+				t.Errorf("a failed ref update left %v behind", locks)
 			}
 			if after := snapshot(t, w.home); after != homeBefore {
 				t.Errorf("the user's HOME changed in a sandboxed run:\nbefore %s\nafter  %s", homeBefore, after)
