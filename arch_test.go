@@ -21,6 +21,7 @@ func TestImportDirection(t *testing.T) {
 		"history":  {"cmd", "runner", "worktree", "report", "policy"},
 		"report":   {"cmd", "runner", "claude", "worktree", "history", "policy"},
 		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report"},
+		"sandbox":  {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve"},
 		"runner":   {"cmd", "serve"},
 		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve"},
 		// serve holds no lifecycle logic: it reaches the CLI, git and policy
@@ -63,7 +64,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "serve", "serve/web", "usage"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "sandbox", "serve", "serve/web", "usage"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -45,7 +45,9 @@ func SystemIO() *IO {
 
 // Main runs pneuma with os.Args and returns the process exit code.
 func Main() int {
-	sandbox.RunIfForwarder() // pneuma's binary is also the forwarder inside a job's sandbox
+	if code, ok := sandbox.RunForwarder(os.Args[1:], sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		return code // pneuma's binary is also the forwarder inside a job's sandbox
+	}
 	ctx, stop := signalContext(context.Background(), os.Stderr)
 	defer stop()
 	return Execute(ctx, SystemIO(), os.Args[1:])

@@ -19,7 +19,9 @@ import (
 
 func TestMain(m *testing.M) {
 	fakecli.RunIfRequested()
-	sandbox.RunIfForwarder() // this test binary stands in for pneuma inside a sandbox
+	if code, ok := sandbox.RunForwarder(os.Args[1:], sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		os.Exit(code) // this test binary stands in for pneuma inside a sandbox
+	}
 	runMCPServerIfRequested()
 	os.Exit(m.Run())
 }

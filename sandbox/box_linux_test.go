@@ -14,7 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	RunIfForwarder()
+	if code, ok := RunForwarder(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,13 +17,18 @@ import (
 // the forwarder inside a sandbox (see Forward).
 const ForwardCommand = "__sandbox-forward"
 
-// RunIfForwarder runs the forwarder and exits when the process was started
-// as one; otherwise it returns at once. Call it first in main (and in the
-// TestMain of tests whose binary stands in for pneuma's).
-func RunIfForwarder() {
-	if len(os.Args) > 1 && os.Args[1] == ForwardCommand {
-		os.Exit(Forward(os.Args[2:], os.Stderr))
+// Stdio are the standard streams the forwarder hands to the command.
+type Stdio struct{ In, Out, Err *os.File }
+
+// RunForwarder runs the forwarder when args (the process's arguments
+// after its name) start with ForwardCommand, and returns its exit code and
+// true; otherwise it returns at once with false. Call it first in main (and
+// in the TestMain of tests whose binary stands in for pneuma's).
+func RunForwarder(args []string, stdio Stdio) (int, bool) {
+	if len(args) == 0 || args[0] != ForwardCommand {
+		return 0, false
 	}
+	return Forward(args[1:], stdio), true
 }
 
 // forwardArgs are the forwarder's arguments: the proxy socket, the proxy
@@ -77,7 +81,8 @@ func parseForward(args []string) (forwardArgs, error) {
 // unix socket, and on each raw port, tunnelling each connection through
 // the proxy to the same port of the host's loopback. It runs the command
 // as its child and returns its exit code; the sandbox ends with it.
-func Forward(args []string, stderr io.Writer) int {
+func Forward(args []string, stdio Stdio) int {
+	stderr := stdio.Err
 	f, err := parseForward(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "pneuma sandbox: %v\n", err)
@@ -94,7 +99,7 @@ func Forward(args []string, stderr io.Writer) int {
 			return 125
 		}
 	}
-	return runChild(f.argv, stderr)
+	return runChild(f.argv, stdio)
 }
 
 // listen serves 127.0.0.1:port with handle, one goroutine per connection,
@@ -149,9 +154,10 @@ func relay(c net.Conn, socket, target string) {
 // runChild runs argv with the forwarder's standard streams, passes on the
 // signals the forwarder gets, and returns the child's exit code (128+signal
 // when a signal ended it).
-func runChild(argv []string, stderr io.Writer) int {
+func runChild(argv []string, stdio Stdio) int {
+	stderr := stdio.Err
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
 	cmd.SysProcAttr = childAttr()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
