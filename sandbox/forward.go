@@ -71,7 +71,7 @@ func parseForward(args []string) (forwardArgs, error) {
 		}
 	}
 	if f.socket == "" || f.listen == 0 || len(f.argv) == 0 {
-		return f, errors.New("usage: " + ForwardCommand + " --socket PATH --listen PORT [--raw PORT]... -- COMMAND...")
+		return f, errors.New("usage: " + ForwardCommand + " --socket PATH --listen PORT [--raw PORT] -- COMMAND [ARGS]")
 	}
 	return f, nil
 }

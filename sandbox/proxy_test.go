@@ -45,6 +45,32 @@ func ask(t *testing.T, sock, req string) (*http.Response, *bufio.Reader, net.Con
 	return resp, br, c
 }
 
+// echoServer answers each line with "echo:" and the line, on host loopback.
+func echoServer(t *testing.T) (port int, accepted chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted = make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("echo:" + line))
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
+}
+
 func TestProxyConnect(t *testing.T) {
 	allowedPort, _ := echoServer(t)
 	otherPort, gotOther := echoServer(t)
