@@ -33,10 +33,16 @@ func boxOf(ctx context.Context) *sandbox.Box {
 	return b
 }
 
-// confine makes cfg start the CLI inside the job's sandbox, with Claude
-// Code's own Bash sandbox off: it cannot nest inside pneuma's.
-func confine(ctx context.Context, cfg *claude.Config) error {
-	box := boxOf(ctx)
+func firstBox(a, b *sandbox.Box) *sandbox.Box {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// confine makes cfg start the CLI inside box (nil: no sandbox), with
+// Claude Code's own Bash sandbox off: it cannot nest inside pneuma's.
+func confine(box *sandbox.Box, cfg *claude.Config) error {
 	if box == nil {
 		return nil
 	}
@@ -88,6 +94,27 @@ func (pl *planner) checkSandbox() {
 	}
 }
 
+// sessionSandbox settles a session's sandbox: its paths resolved against
+// the server's working directory, and a sandbox that cannot start refused
+// before the session opens.
+func sessionSandbox(j *Job, spec JobSpec, workDir string) error {
+	if !spec.Sandbox.On() {
+		return nil
+	}
+	s := *spec.Sandbox
+	s.Read, s.Write = resolvePaths(workDir, s.Read), resolvePaths(workDir, s.Write)
+	for _, p := range slices.Concat(s.Read, s.Write) {
+		if _, err := os.Stat(p); err != nil {
+			return &ConfigError{fmt.Errorf("sandbox: %s: %s", p, pathErr(err))}
+		}
+	}
+	if _, err := sandbox.Check(); err != nil {
+		return &EnvError{fmt.Errorf("the session asks for a sandbox, which cannot start here: %w", err)}
+	}
+	j.Sandbox = &s
+	return nil
+}
+
 // UnsandboxedBypass names the jobs of p that run in bypassPermissions
 // without a sandbox: nothing but policy stands between them and the
 // machine.
@@ -105,6 +132,12 @@ func UnsandboxedBypass(p *Plan) []string {
 // points the job's CLAUDE_CONFIG_DIR at the box's private copy, where its
 // transcripts are then found.
 func (r *run) openSandbox(job *Job) (*sandbox.Box, error) {
+	return openBox(job, r.opts.Environ, firstNonEmpty(job.Binary, r.plan.Binary))
+}
+
+// openBox opens job's box under pneuma's environment environ, for the CLI
+// binary (nil when the job has no sandbox).
+func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	if !job.Sandbox.On() {
 		return nil, nil
 	}
@@ -112,7 +145,7 @@ func (r *run) openSandbox(job *Job) (*sandbox.Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := envLookup(childEnv(r.opts.Environ, job.Env))
+	env := envLookup(childEnv(environ, job.Env))
 	home := env("HOME")
 	src, js := env("CLAUDE_CONFIG_DIR"), ""
 	if src == "" && home != "" {
@@ -120,7 +153,7 @@ func (r *run) openSandbox(job *Job) (*sandbox.Box, error) {
 	}
 	box, err := sandbox.Open(sandbox.Config{
 		Spec: *job.Sandbox, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
-		Binary: firstNonEmpty(job.Binary, r.plan.Binary), Home: home, ConfigSrc: src, ConfigJSON: js,
+		Binary: binary, Home: home, ConfigSrc: src, ConfigJSON: js,
 		StateDir: filepath.Join(job.JobDir, "sandbox"), APIURL: env("ANTHROPIC_BASE_URL"),
 	})
 	if err != nil {

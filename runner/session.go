@@ -12,6 +12,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/usage"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
@@ -26,6 +27,7 @@ type Session struct {
 	git  *worktree.Manager
 	tx   transcripts
 	rec  *records
+	box  *sandbox.Box // the session's sandbox (nil: none)
 
 	// startMu orders Send's CLI starts and end: a session closing waits
 	// for a start in progress, then stops what it started.

@@ -92,6 +92,7 @@ func (s *Session) finish(ctx context.Context, remove bool) SessionSummary {
 	if err := s.rec.close(); err != nil {
 		f.warn("%v", err)
 	}
+	closeSandbox(s.box)
 	return SessionSummary{Commit: res.Commit, FilesChanged: res.FilesChanged, Insertions: res.Insertions,
 		Deletions: res.Deletions, Transcript: res.Transcript, Patch: s.rec.dir.Patch(), Warnings: res.Error}
 }

@@ -44,6 +44,10 @@ func OpenSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Ses
 		return nil, err
 	}
 	s.rec = rec
+	if s.box, err = openBox(plan.Job, o.Environ, plan.Job.Binary); err != nil {
+		_ = rec.close() // the session never opened: nothing written to keep
+		return nil, err
+	}
 	s.mu.Lock()
 	s.setStatus(SessionIdle)
 	s.mu.Unlock()
@@ -137,7 +141,10 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 	j.Options.Resume = spec.Resume
 	j.Options.PartialMessages = true // clients show text as it streams
 	j.Binary = o.Binary
-	if j.Options.PermissionMode == "bypassPermissions" && o.IsRoot && envLookup(o.Environ)("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
+	if err := sessionSandbox(j, js, o.WorkDir); err != nil {
+		return nil, err
+	}
+	if j.Options.PermissionMode == "bypassPermissions" && !j.Sandbox.On() && o.IsRoot && envLookup(o.Environ)("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
 		return nil, &ConfigError{errors.New("permission_mode bypassPermissions as root: the Claude Code CLI refuses it; set IS_SANDBOX=1 in env")}
 	}
 	return j, nil

@@ -68,7 +68,8 @@ func (s *Session) cliSpec() cliSpec {
 	opts := j.Options
 	opts.Resume = s.st.CLISessionID
 	spec := cliSpec{binary: j.Binary, dir: j.Dir, env: childEnv(s.o.Environ, j.Env), opts: opts,
-		policy: j.Policy, audit: s.rec.audit, stream: s.rec.stream, stderr: s.rec.stderr, stopGrace: s.o.StopGrace, raw: true}
+		policy: j.Policy, audit: s.rec.audit, stream: s.rec.stream, stderr: s.rec.stderr, stopGrace: s.o.StopGrace, raw: true,
+		box: s.box}
 	if s.plan.PermissionPrompt == PermissionPromptClient {
 		spec.ask = s.ask
 	}
