@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
@@ -305,4 +306,38 @@ func snapshot(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// A sandboxed job that runs past its timeout is stopped like any other
+// (the timeout leaves the CLI, slow to start on a loaded machine, time to
+// send its request):
+// the interrupt reaches the CLI through the sandbox, and the job ends
+// with reason timeout, a result line and its transcript.
+func TestSandboxedTimeout(t *testing.T) {
+	requireSandbox(t)
+	b := newBed(t)
+	b.jobs["SLOW-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.Hang() }
+	p := b.plan(claudetest.GitRepo(t), `version: 1
+jobs:
+  - name: slow
+    prompt: SLOW-TOKEN wait
+    timeout: 10s
+    sandbox: true
+`)
+	start := time.Now()
+	res := jobByName(t, b.run(p), "slow")
+	if res.Status != report.StatusFailed || res.Reason != report.ReasonTimeout {
+		t.Fatalf("job %s (%s), want failed (timeout): %s", res.Status, res.Reason, res.Error)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the stop took %v", d)
+	}
+	data, _ := os.ReadFile(res.Stream)
+	if !strings.Contains(string(data), `"type":"result"`) {
+		t.Errorf("no result line: the CLI was killed instead of interrupted:\n%s", data)
+	}
+	if res.Sandbox == nil {
+		t.Fatal("the report does not say the job ran sandboxed")
+	}
+	t.Logf("cli_ms %d, refused %+v", res.Timings.CLIMS, res.Sandbox.Refused)
 }

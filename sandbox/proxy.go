@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -59,8 +60,8 @@ func NewProxy(path string, allow []string) (*Proxy, error) {
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.Out.URL = r.In.URL; r.Out.Host = r.In.Host },
 		Transport:     &http.Transport{DialContext: p.dial, Proxy: nil, ForceAttemptHTTP2: false},
-		FlushInterval: -1, // server-sent events go through as they come
-		ErrorLog:      nil,
+		FlushInterval: -1,                         // server-sent events go through as they come
+		ErrorLog:      log.New(io.Discard, "", 0), // the client gets a 502; pneuma prints nothing
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	p.wg.Add(1)
