@@ -19,6 +19,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -393,12 +394,32 @@ func printPlan(io *IO, p *runner.Plan) error {
 		if j.Timeout > 0 {
 			fmt.Fprintf(io.Out, "  timeout  %s\n", j.Timeout)
 		}
+		if j.Sandbox.On() {
+			fmt.Fprintf(io.Out, "  sandbox  %s\n", sandboxLine(j.Sandbox))
+		}
 		fmt.Fprintf(io.Out, "  argv     %s\n", quoteArgv(append([]string{p.Binary}, j.Args()...)))
 		for i, pr := range j.Prompts {
 			fmt.Fprintf(io.Out, "  prompt %d %s\n", i+1, text.Shorten(pr, 100))
 		}
 	}
 	return nil
+}
+
+// sandboxLine says what a job's sandbox opens besides the defaults.
+func sandboxLine(s *sandbox.Spec) string {
+	var parts []string
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"network", s.Network}, {"read", s.Read}, {"write", s.Write}} {
+		if len(l.list) > 0 {
+			parts = append(parts, l.name+" "+strings.Join(l.list, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "on (bubblewrap; the API endpoint only)"
+	}
+	return "on (bubblewrap; the API endpoint, " + strings.Join(parts, "; ") + ")"
 }
 
 func shortSHA(s string) string {

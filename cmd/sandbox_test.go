@@ -58,3 +58,14 @@ func TestRunWarnsBypassWithoutSandbox(t *testing.T) {
 		t.Errorf("stderr has %d sandbox warnings, want one %q:\n%s", n, warning, res.stderr)
 	}
 }
+
+// --dry-run shows which jobs run sandboxed and what they open.
+func TestRunDryRunShowsSandbox(t *testing.T) {
+	cli := fakecli.Install(t, fakecli.Scenario{})
+	repo := claudetest.GitRepo(t)
+	writeJobs(t, repo, "version: 1\njobs:\n  - name: a\n    prompt: x\n    sandbox: {network: [example.com]}\n  - name: b\n    prompt: y\n")
+	res := run(t, repo, nil, "run", "--dry-run", "--claude", cli, "jobs.yaml")
+	if res.code != 0 || strings.Count(res.stdout, "  sandbox  ") != 1 || !strings.Contains(res.stdout, "sandbox  on (bubblewrap; the API endpoint, network example.com)") {
+		t.Errorf("exit %d, dry run:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
