@@ -120,6 +120,8 @@ func (w *escapeWorld) script() string {
 	lines := []string{
 		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
 		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
+		`(mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "remounted.txt") + `) && echo remount=ok`,
+		`(unshare -Urm sh -c 'mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "nested.txt") + `' || echo x > ` + filepath.Join(w.repo, "nested.txt") + `) && echo nested-userns=ok`,
 		`git update-ref refs/heads/pneuma/e2e/other-job HEAD && echo other-branch=ok`,
 		`git update-ref refs/heads/main HEAD && echo main-branch=ok`,
 		`echo x > "$HOME/escaped.txt" && echo home=ok`,
@@ -162,6 +164,8 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
 		"background":     processWithArg(w.marker),
 		"verify-home":    exists(filepath.Join(w.home, "verify-escaped.txt")),
+		"remount":        exists(filepath.Join(w.repo, "remounted.txt")),
+		"nested-userns":  exists(filepath.Join(w.repo, "nested.txt")),
 		"other-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
 		"main-branch":    claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
 	}

@@ -67,11 +67,13 @@ func Open(cfg Config) (*Box, error) {
 	}
 	b := &Box{cfg: cfg}
 	b.allowed = append([]string{net.JoinHostPort(host, strconv.Itoa(port))}, cfg.Spec.Network...)
-	if loop {
+	// Without capabilities nothing inside may bind a port below 1024: those
+	// are reachable through the proxy only.
+	if loop && port >= 1024 {
 		b.raw = append(b.raw, port)
 	}
 	for _, n := range cfg.Spec.Network {
-		if hp, err := parseHost(n); err == nil && loopback(hp.host) && hp.port != 0 && !slices.Contains(b.raw, hp.port) {
+		if hp, err := parseHost(n); err == nil && loopback(hp.host) && hp.port >= 1024 && !slices.Contains(b.raw, hp.port) {
 			b.raw = append(b.raw, hp.port)
 		}
 	}

@@ -49,7 +49,7 @@ func TestBoxConfinesAShell(t *testing.T) {
 	unlisted, gotUnlisted := echoServer(t)
 	box, err := Open(Config{
 		Spec: Spec{Enabled: true, Network: []string{"127.0.0.1:" + strconv.Itoa(listed)}}, Bwrap: bwrap,
-		Dir: work, Home: home, StateDir: filepath.Join(root, "state"), APIURL: "http://127.0.0.1:1",
+		Dir: work, Home: home, StateDir: filepath.Join(root, "state"), APIURL: "http://127.0.0.1:80",
 	})
 	if err != nil {
 		t.Fatal(err)

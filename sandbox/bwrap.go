@@ -14,6 +14,14 @@ import (
 // merged-/usr systems, is recreated as the same symlink).
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
+// namespaceFlags isolate the sandbox: its own user, mount, pid, network,
+// ipc, uts and cgroup namespaces; no capability inside (as root,
+// bubblewrap would keep them all: enough to remount a read-only bind
+// writable) and no user namespace nested inside to get them back; its own
+// session (no terminal injection); an end with its parent.
+var namespaceFlags = []string{"--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+	"--die-with-parent", "--new-session"}
+
 // argv collects bubblewrap arguments.
 type argv []string
 
@@ -35,7 +43,7 @@ func (a *argv) bind(flag, path string) {
 // what is writable.
 func (b *Box) bwrapArgs(dir string) []string {
 	var a argv
-	a.add("--unshare-all", "--die-with-parent", "--new-session")
+	a.add(namespaceFlags...)
 	for _, d := range systemDirs {
 		if target, err := os.Readlink(d); err == nil {
 			a.add("--symlink", target, d)

@@ -57,12 +57,12 @@ func check(goos string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--unshare-all", "--die-with-parent", "--new-session",
-		"--ro-bind", "/", "/", "--proc", "/proc", "--", "true")
+	args := append(append([]string{}, namespaceFlags...), "--ro-bind", "/", "/", "--proc", "/proc", "--", "true")
+	cmd := exec.CommandContext(ctx, path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("sandbox: bubblewrap cannot create namespaces here (user namespaces disabled? check kernel.unprivileged_userns_clone and the container's seccomp profile): %v: %s",
+		return "", fmt.Errorf("sandbox: bubblewrap cannot create its namespaces here (user namespaces disabled? check kernel.unprivileged_userns_clone and the container's seccomp profile; --disable-userns needs bubblewrap 0.8 or later): %v: %s",
 			err, strings.TrimSpace(stderr.String()))
 	}
 	return path, nil
