@@ -202,6 +202,10 @@ func copyConfig(cfg Config) (string, error) {
 	return dst, nil
 }
 
+// skippedFiles are config dir files not copied: the credentials (bound
+// read-only instead) and the prompt history of every project.
+var skippedFiles = map[string]bool{".credentials.json": true, "history.jsonl": true}
+
 // copiedDirs are the subdirectories of the config dir that are copied.
 var copiedDirs = map[string]bool{"agents": true, "commands": true, "skills": true, "output-styles": true}
 
@@ -217,7 +221,7 @@ func copyTree(src, dst string, depth int) error {
 	for _, e := range entries {
 		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
 		switch {
-		case e.Type().IsRegular() && e.Name() != ".credentials.json":
+		case e.Type().IsRegular() && !skippedFiles[e.Name()] && !strings.Contains(e.Name(), ".backup"):
 			if fileExists(d) {
 				continue
 			}
