@@ -138,6 +138,9 @@ const (
 	// WarnPermissionDenied: tool calls were refused in a permission mode
 	// other than bypassPermissions.
 	WarnPermissionDenied = "permission_denied"
+	// WarnSandboxRefused: the job's sandbox proxy refused connections;
+	// sandbox.refused lists them.
+	WarnSandboxRefused = "sandbox_refused"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.

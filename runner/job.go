@@ -74,7 +74,7 @@ func (r *run) runJob(ctx context.Context, job *Job) report.Job {
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
-	res.Sandbox = sandboxReport(box)
+	noteSandbox(&res, box)
 	res.DurationMS = time.Since(start).Milliseconds()
 	redactResult(&res)
 	return res

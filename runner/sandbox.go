@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
@@ -173,6 +174,26 @@ func closeSandbox(box *sandbox.Box) {
 	if box != nil {
 		_ = box.Close() // the proxy's end; the job's outcome is already settled
 	}
+}
+
+// noteSandbox puts a job's sandbox in its report, with a warning when its
+// proxy refused connections.
+func noteSandbox(res *report.Job, box *sandbox.Box) {
+	res.Sandbox = sandboxReport(box)
+	if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 {
+		return
+	}
+	hosts := make([]string, 0, 5)
+	for i, h := range res.Sandbox.Refused {
+		if i == 5 {
+			hosts = append(hosts, fmt.Sprintf("and %d more", len(res.Sandbox.Refused)-5))
+			break
+		}
+		hosts = append(hosts, fmt.Sprintf("%s (%d)", h.Host, h.Count))
+	}
+	res.Warnings = append(res.Warnings, report.Warning{Code: report.WarnSandboxRefused,
+		Message: fmt.Sprintf("the sandbox refused %d connection(s): %s; list a host the job needs in sandbox.network",
+			res.Sandbox.RefusedCount, strings.Join(hosts, ", "))})
 }
 
 // sandboxReport is the report's view of a job's box (nil: no sandbox).

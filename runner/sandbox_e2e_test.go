@@ -275,6 +275,9 @@ jobs:
 			if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 || res.Sandbox.Refused[0].Host != "203.0.113.7:80" {
 				t.Errorf("report.sandbox = %+v, want the refused 203.0.113.7:80", res.Sandbox)
 			}
+			if len(res.Warnings) != 1 || res.Warnings[0].Code != report.WarnSandboxRefused || !strings.Contains(res.Warnings[0].Message, "203.0.113.7:80 (1)") {
+				t.Errorf("warnings %+v, want one sandbox_refused naming 203.0.113.7:80", res.Warnings)
+			}
 			if res.Transcript == "" {
 				t.Error("no transcript archived from the sandbox's config dir")
 			}
