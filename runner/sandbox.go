@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
@@ -156,6 +158,7 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 		Spec: *job.Sandbox, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
 		Binary: binary, Home: home, ConfigSrc: src, ConfigJSON: js,
 		StateDir: filepath.Join(job.JobDir, "sandbox"), APIURL: env("ANTHROPIC_BASE_URL"),
+		GitName: gitConfig(job.Dir, environ, "user.name"), GitEmail: gitConfig(job.Dir, environ, "user.email"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the sandbox of job %q: %w", job.Name, err)
@@ -167,6 +170,21 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	jobEnv["CLAUDE_CONFIG_DIR"] = box.ConfigDir()
 	job.Env = jobEnv
 	return box, nil
+}
+
+// gitConfig is a git setting as dir resolves it under pneuma's environment
+// ("" when unset), for the agent's own commits in a sandbox, where the
+// user's ~/.gitconfig is hidden.
+func gitConfig(dir string, environ []string, key string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "config", "--get", key)
+	cmd.Env = environ
+	out, err := cmd.Output()
+	if err != nil {
+		return "" // unset: git inside asks as it would anywhere
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // closeSandbox stops a job's proxy (nil: no sandbox).

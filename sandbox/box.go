@@ -31,6 +31,9 @@ type Config struct {
 	StateDir string
 	// APIURL is ANTHROPIC_BASE_URL ("": api.anthropic.com).
 	APIURL string
+	// GitName and GitEmail are the git identity the repository resolves to
+	// outside (the user's ~/.gitconfig is hidden inside); "" sets none.
+	GitName, GitEmail string
 }
 
 // Box is a job's sandbox: its proxy, its private config dir and the
@@ -129,6 +132,12 @@ func (b *Box) Env(env []string) []string {
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
 		set[k], set[strings.ToLower(k)] = proxy, proxy
 	}
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": b.cfg.GitName, "GIT_COMMITTER_NAME": b.cfg.GitName,
+		"GIT_AUTHOR_EMAIL": b.cfg.GitEmail, "GIT_COMMITTER_EMAIL": b.cfg.GitEmail} {
+		if v != "" && !hasVar(env, k) {
+			set[k] = v
+		}
+	}
 	out := make([]string, 0, len(env)+len(set))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -140,6 +149,15 @@ func (b *Box) Env(env []string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+func hasVar(env []string, k string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Prefix returns the argv that, followed by a command's, runs that command

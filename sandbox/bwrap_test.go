@@ -93,3 +93,27 @@ func TestGitBinds(t *testing.T) {
 		t.Errorf("the job's own ref is bound read-only:\n%s", got)
 	}
 }
+
+func TestEnvInside(t *testing.T) {
+	b := &Box{cfg: Config{GitName: "Ada", GitEmail: "ada@example.com"}, port: 3128, configDir: "/cfg"}
+	env := b.Env([]string{"PATH=/usr/bin", "NO_PROXY=*", "HTTPS_PROXY=http://evil:1", "GIT_AUTHOR_NAME=Job Bot", "CLAUDE_CONFIG_DIR=/home/me/.claude"})
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := got[k]; dup {
+			t.Errorf("%s twice", k)
+		}
+		got[k] = v
+	}
+	want := map[string]string{"PATH": "/usr/bin", "HTTPS_PROXY": "http://127.0.0.1:3128", "https_proxy": "http://127.0.0.1:3128",
+		"ALL_PROXY": "http://127.0.0.1:3128", "GIT_AUTHOR_NAME": "Job Bot", "GIT_COMMITTER_NAME": "Ada",
+		"GIT_AUTHOR_EMAIL": "ada@example.com", "CLAUDE_CONFIG_DIR": "/cfg", "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q", k, got[k], v)
+		}
+	}
+	if _, ok := got["NO_PROXY"]; ok {
+		t.Error("NO_PROXY kept: clients would go around the proxy, into a network that is not there")
+	}
+}
