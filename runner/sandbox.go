@@ -54,6 +54,14 @@ func confine(box *sandbox.Box, cfg *claude.Config) error {
 		return err
 	}
 	cfg.Options.Settings = settings
+	// A config file outside the sandbox's view is read here and passed inline.
+	if m := cfg.Options.MCPConfig; m != "" && !strings.HasPrefix(strings.TrimSpace(m), "{") {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			return fmt.Errorf("sandbox: read mcp_config: %w", err)
+		}
+		cfg.Options.MCPConfig = string(data)
+	}
 	cfg.Launch = box.Prefix(cfg.Dir)
 	cfg.Env = box.Env(cfg.Env)
 	return nil
@@ -154,8 +162,11 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	if src == "" && home != "" {
 		src, js = filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")
 	}
+	spec := *job.Sandbox
+	// The CLI is given its add_dirs to read: they are opened read-only.
+	spec.Read = slices.Concat(spec.Read, job.Options.AddDirs)
 	box, err := sandbox.Open(sandbox.Config{
-		Spec: *job.Sandbox, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
+		Spec: spec, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
 		Binary: binary, Home: home, ConfigSrc: src, ConfigJSON: js,
 		StateDir: filepath.Join(job.JobDir, "sandbox"), APIURL: env("ANTHROPIC_BASE_URL"),
 		GitName: gitConfig(job.Dir, environ, "user.name"), GitEmail: gitConfig(job.Dir, environ, "user.email"),

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
@@ -127,4 +128,37 @@ var sandboxOn = sandbox.Spec{Enabled: true}
 func (j *JobSpec) decodeSandbox(t *testing.T, doc string) error {
 	t.Helper()
 	return yaml.Unmarshal([]byte(doc), &j.Sandbox)
+}
+
+// confine starts the CLI through the box, with the CLI's own sandbox off
+// and the settings and MCP config files passed inline (the sandbox may not
+// see them).
+func TestConfine(t *testing.T) {
+	dir := t.TempDir()
+	mcp, settings := filepath.Join(dir, "mcp.json"), filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(mcp, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"model":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box, err := sandbox.Open(sandbox.Config{Spec: sandboxOn, Bwrap: "/usr/bin/bwrap", Self: "/pneuma", Dir: dir, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	cfg := claude.Config{Binary: "/bin/claude", Dir: dir, Env: []string{"A=1"}}
+	cfg.Options.MCPConfig, cfg.Options.Settings = mcp, settings
+	if err := confine(box, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Options.MCPConfig != `{"mcpServers":{}}` || cfg.Options.Settings != `{"model":"x","sandbox":{"enabled":false}}` {
+		t.Errorf("mcp_config %q, settings %q", cfg.Options.MCPConfig, cfg.Options.Settings)
+	}
+	if len(cfg.Launch) == 0 || cfg.Launch[0] != "/usr/bin/bwrap" || cfg.Launch[len(cfg.Launch)-1] != "--" || !slices.Contains(cfg.Launch, sandbox.ForwardCommand) {
+		t.Errorf("launch %q", cfg.Launch)
+	}
+	if !slices.Contains(cfg.Env, "A=1") || !slices.Contains(cfg.Env, "IS_SANDBOX=1") {
+		t.Errorf("env %q", cfg.Env)
+	}
 }
