@@ -25,6 +25,7 @@ type Proxy struct {
 	ln      net.Listener
 	srv     *http.Server
 	rp      *httputil.ReverseProxy
+	tr      *http.Transport
 	dialer  net.Dialer
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -57,9 +58,10 @@ func NewProxy(path string, allow []string) (*Proxy, error) {
 		return nil, fmt.Errorf("sandbox proxy: %w", err)
 	}
 	p.ln = ln
+	p.tr = &http.Transport{DialContext: p.dial, Proxy: nil, IdleConnTimeout: 90 * time.Second}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.Out.URL = r.In.URL; r.Out.Host = r.In.Host },
-		Transport:     &http.Transport{DialContext: p.dial, Proxy: nil, ForceAttemptHTTP2: false},
+		Transport:     p.tr,
 		FlushInterval: -1,                         // server-sent events go through as they come
 		ErrorLog:      log.New(io.Discard, "", 0), // the client gets a 502; pneuma prints nothing
 	}
@@ -245,6 +247,7 @@ func (p *Proxy) Close() error {
 		err = p.srv.Close()
 	}
 	p.wg.Wait()
+	p.tr.CloseIdleConnections() // the upstream connections of plain HTTP requests
 	if err != nil {
 		return fmt.Errorf("close sandbox proxy: %w", err)
 	}

@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 func startProxy(t *testing.T, allow ...string) (*Proxy, string) {
@@ -189,4 +192,32 @@ func FuzzParseHost(f *testing.F) {
 			t.Errorf("parseHost(%q) = %+v", s, hp)
 		}
 	})
+}
+
+// Close ends every tunnel and upstream connection: no goroutine outlives
+// the proxy.
+func TestProxyCloseLeavesNothing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	port, _ := echoServer(t)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	echo := fmt.Sprintf("127.0.0.1:%d", port)
+	before := runtime.NumGoroutine()
+	p, err := NewProxy(filepath.Join(t.TempDir(), "p.sock"), []string{host, echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := p.ln.Addr().String()
+	resp, _, _ := ask(t, sock, "GET "+srv.URL+"/ HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+	_, _ = io.ReadAll(resp.Body)
+	if resp, _, _ := ask(t, sock, "CONNECT "+echo+" HTTP/1.1\r\nHost: "+echo+"\r\n\r\n"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %s", resp.Status)
+	} // the tunnel stays open: Close must end it
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !poll.Until(10*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		n := runtime.NumGoroutine()
+		t.Errorf("%d goroutines after Close, %d before", n, before)
+	}
 }
