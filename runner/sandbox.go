@@ -63,6 +63,7 @@ func confine(box *sandbox.Box, cfg *claude.Config) error {
 		cfg.Options.MCPConfig = string(data)
 	}
 	cfg.Launch = box.Prefix(cfg.Dir)
+	cfg.Signal = sandbox.Signal
 	cfg.Env = box.Env(cfg.Env)
 	return nil
 }

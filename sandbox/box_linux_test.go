@@ -2,13 +2,17 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -93,5 +97,42 @@ curl -s -o /dev/null -w '%{http_code}\n' http://10.9.9.9/ || true
 	rep := box.Report()
 	if len(rep.Refused) != 1 || rep.Refused[0].Host != "10.9.9.9:80" {
 		t.Errorf("refused = %+v, want 10.9.9.9:80 once", rep.Refused)
+	}
+}
+
+// Signal reaches the command past bubblewrap, which would end the whole
+// sandbox at once: the command handles SIGINT and exits its own way.
+func TestSignalReachesTheCommand(t *testing.T) {
+	bwrap := needBwrap(t)
+	work := t.TempDir()
+	box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: work, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	argv := box.Command(work, []string{"/bin/sh", "-c", `trap 'echo int > got; exit 7' INT; touch ready; while :; do sleep 0.05; done`})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = box.Env([]string{"PATH=/usr/bin:/bin"})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	ready := func() bool { _, err := os.Stat(filepath.Join(work, "ready")); return err == nil }
+	if !poll.Until(20*time.Second, ready) {
+		t.Fatal("the command did not start")
+	}
+	if err := Signal(cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Errorf("bwrap ended with %v, want the command's own exit 7", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(work, "got")); string(data) != "int\n" {
+		t.Errorf("the command's trap did not run: %q", data)
+	}
+	if _, err := forwarderOf(os.Getpid()); err == nil {
+		t.Error("found a forwarder under a process that runs none")
 	}
 }
