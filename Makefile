@@ -46,7 +46,7 @@ test: lint claude test-deps
 	$(MAKE) actionlint
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
-## axe-core drive and check the web console)
+## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite)
 test-deps: axe
 	@command -v xmllint >/dev/null 2>&1 || { \
 	  echo "installing libxml2-utils for xmllint"; \
@@ -54,6 +54,9 @@ test-deps: axe
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium for the console's browser tests"; \
 	  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "installing bubblewrap for the sandbox tests"; \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null; }
 
 ## bench-deps: tools the benchmark scripts call
 bench-deps:

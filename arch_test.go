@@ -21,6 +21,7 @@ func TestImportDirection(t *testing.T) {
 		"history":  {"cmd", "runner", "worktree", "report", "policy", "telemetry"},
 		"report":   {"cmd", "runner", "claude", "worktree", "history", "policy", "telemetry"},
 		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report", "telemetry"},
+		"sandbox":  {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 		"runner":   {"cmd", "serve", "telemetry"},
 		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 		// serve holds no lifecycle logic: it reaches the CLI, git and policy
@@ -65,7 +66,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "serve", "serve/web", "usage", "telemetry"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "sandbox", "serve", "serve/web", "usage", "telemetry"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

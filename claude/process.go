@@ -44,6 +44,15 @@ type Config struct {
 	// Binary is the CLI to run (see Find); Dir its working directory.
 	Binary string
 	Dir    string
+	// Launch, when set, is the argv that runs the CLI: Launch, then Binary
+	// and its arguments (a sandbox).
+	Launch []string
+	// Signal, when set, delivers the stop ladder's SIGINT and SIGTERM
+	// (given the started process's pid) instead of signalling its process
+	// group: a launcher that passes no signal on (a sandbox) is reached
+	// past. If it fails, the group is signalled. SIGKILL always goes to
+	// the group.
+	Signal func(pid int, sig syscall.Signal) error
 	// Env is the child's complete environment, built by the caller; nil
 	// inherits pneuma's own, as os/exec does. Start adds MarkerEnv.
 	Env     []string
@@ -86,8 +95,9 @@ type ExitStatus struct {
 // concurrent use. The caller must drain Events and call Wait.
 type Process struct {
 	cmd       *exec.Cmd
-	marker    string    // MarkerEnv=value, in the environment of every descendant
-	born      time.Time // just before the start: killMarked reads the pids allocated since
+	signal    func(pid int, sig syscall.Signal) error // Config.Signal
+	marker    string                                  // MarkerEnv=value, in the environment of every descendant
+	born      time.Time                               // just before the start: killMarked reads the pids allocated since
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
@@ -131,7 +141,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.Binary == "" {
 		return nil, fmt.Errorf("start claude: %w: no binary given", ErrNotFound)
 	}
-	cmd := exec.Command(cfg.Binary, cfg.Options.Args()...)
+	argv := append(append(slices.Clone(cfg.Launch), cfg.Binary), cfg.Options.Args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
 	env := cfg.Env
 	if env == nil {
@@ -152,6 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	p := &Process{
 		cmd:        cmd,
+		signal:     cfg.Signal,
 		marker:     marker,
 		born:       born,
 		onControl:  cfg.OnControl,
@@ -474,6 +486,9 @@ func (p *Process) waitExit(ctx context.Context, d time.Duration) bool {
 func (p *Process) signalGroup(sig syscall.Signal) error {
 	if p.hasExited() {
 		// The group leader is reaped; Wait has already killed the group.
+		return nil
+	}
+	if p.signal != nil && sig != syscall.SIGKILL && p.signal(p.Pid(), sig) == nil {
 		return nil
 	}
 	if err := proc.Signal(p.cmd.Process, sig); err != nil {

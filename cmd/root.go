@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // Exit codes, documented in `pneuma run --help` and the README.
@@ -43,6 +45,9 @@ func SystemIO() *IO {
 
 // Main runs pneuma with os.Args and returns the process exit code.
 func Main() int {
+	if code, ok := sandbox.RunForwarder(os.Args[1:], sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		return code // pneuma's binary is also the forwarder inside a job's sandbox
+	}
 	ctx, stop := signalContext(context.Background(), os.Stderr)
 	defer stop()
 	return Execute(ctx, SystemIO(), os.Args[1:])

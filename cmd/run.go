@@ -18,6 +18,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -49,6 +50,7 @@ type RunOptions struct {
 	Config        string        `mapstructure:"config"`
 	FallbackModel string        `mapstructure:"fallback_model"`
 	CPUProfile    string        `mapstructure:"cpuprofile"`
+	Sandbox       bool          `mapstructure:"sandbox"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -123,6 +125,7 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.String("rerun-failed", "", "run again only the jobs that did not succeed in the run with this id")
 	f.String("config", "", "config file (default: pneuma.yaml in the current directory, if any)")
 	f.String("fallback-model", "", "model the CLI falls back to when the job's model is overloaded (for jobs without fallback_model)")
+	f.Bool("sandbox", false, "run every job in a sandbox (bubblewrap, Linux): worktree writable, network only to the API and the job's sandbox.network")
 	f.String("cpuprofile", "", "write a CPU profile of pneuma itself to this file (for scripts/bench-starts.sh)")
 	_ = f.MarkHidden("cpuprofile") // the flag exists; only help leaves it out
 	// -1 means "not given" for these two; help says what that means in
@@ -173,6 +176,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	if err := checkCLI(ctx, plan.Binary); err != nil {
 		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
+	warnUnsandboxed(io, plan)
 	github := io.Getenv("GITHUB_ACTIONS") == "true"
 	rep := newReporter(io, o, github)
 	if !o.JSON && !o.Quiet {
@@ -207,6 +211,20 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		return &ExitError{Code: ExitEnvironment, Err: outErr}
 	}
 	return runExit(r)
+}
+
+// warnUnsandboxed prints one warning per run when jobs run in
+// bypassPermissions without a sandbox.
+func warnUnsandboxed(io *IO, plan *runner.Plan) {
+	names := runner.UnsandboxedBypass(plan)
+	if len(names) == 0 {
+		return
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > 5 {
+		list = strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	fmt.Fprintf(io.ErrOut, "warning: %d job(s) run in bypassPermissions without a sandbox (%s): every tool call runs unchecked with your user's access; add sandbox: true or --sandbox\n", len(names), list)
 }
 
 // startCPUProfile profiles pneuma's CPU into path until stop is called.
@@ -246,7 +264,8 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 		bin = "claude" // a dry run shows the plan all the same
 	}
 	popts := runner.PlanOptions{Concurrency: o.Concurrency, Only: o.Only, Shard: shard, OutputDir: o.OutputDir,
-		BudgetUSD: o.BudgetUSD, Stagger: o.Stagger, FallbackModel: o.FallbackModel, Binary: bin, Getenv: io.Getenv, IsRoot: os.Geteuid() == 0, Git: git}
+		BudgetUSD: o.BudgetUSD, Stagger: o.Stagger, FallbackModel: o.FallbackModel, Binary: bin, Getenv: io.Getenv, IsRoot: os.Geteuid() == 0, Git: git,
+		Sandbox: o.Sandbox}
 	var plan *runner.Plan
 	var prior *runner.Journal
 	switch {
@@ -347,12 +366,32 @@ func printPlan(io *IO, p *runner.Plan) error {
 		if j.Timeout > 0 {
 			fmt.Fprintf(io.Out, "  timeout  %s\n", j.Timeout)
 		}
+		if j.Sandbox.On() {
+			fmt.Fprintf(io.Out, "  sandbox  %s\n", sandboxLine(j.Sandbox))
+		}
 		fmt.Fprintf(io.Out, "  argv     %s\n", quoteArgv(append([]string{p.Binary}, j.Args()...)))
 		for i, pr := range j.Prompts {
 			fmt.Fprintf(io.Out, "  prompt %d %s\n", i+1, text.Shorten(pr, 100))
 		}
 	}
 	return nil
+}
+
+// sandboxLine says what a job's sandbox opens besides the defaults.
+func sandboxLine(s *sandbox.Spec) string {
+	var parts []string
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"network", s.Network}, {"read", s.Read}, {"write", s.Write}} {
+		if len(l.list) > 0 {
+			parts = append(parts, l.name+" "+strings.Join(l.list, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "on (bubblewrap; the API endpoint only)"
+	}
+	return "on (bubblewrap; the API endpoint, " + strings.Join(parts, "; ") + ")"
 }
 
 func shortSHA(s string) string {

@@ -138,6 +138,9 @@ const (
 	// WarnPermissionDenied: tool calls were refused in a permission mode
 	// other than bypassPermissions.
 	WarnPermissionDenied = "permission_denied"
+	// WarnSandboxRefused: the job's sandbox proxy refused connections;
+	// sandbox.refused lists them.
+	WarnSandboxRefused = "sandbox_refused"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.
@@ -236,6 +239,30 @@ type Job struct {
 	Pushed bool `json:"pushed,omitempty"`
 	// PRURL is the pull request pneuma opened for the job's branch.
 	PRURL string `json:"pr_url,omitempty"`
+	// Sandbox is how the job was confined; nil when it ran without a
+	// sandbox (sandbox job field, --sandbox).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+}
+
+// Sandbox is a job's sandbox as it ran: the rules it was given and what
+// its network proxy refused.
+type Sandbox struct {
+	// Network lists the destinations the proxy allowed: the API endpoint,
+	// then the job's sandbox.network.
+	Network []string `json:"network"`
+	// Read and Write are the paths the job opened besides the defaults.
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+	// Refused lists the destinations the proxy refused, most refused
+	// first; RefusedCount sums their counts.
+	Refused      []RefusedHost `json:"refused,omitempty"`
+	RefusedCount int           `json:"refused_count"`
+}
+
+// RefusedHost is one destination a sandbox's proxy refused, and how often.
+type RefusedHost struct {
+	Host  string `json:"host"`
+	Count int    `json:"count"`
 }
 
 // Timings breaks a job's duration down, in milliseconds.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/policy"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // initializeTimeout bounds the CLI's answer to the initialize request.
@@ -28,6 +29,8 @@ type cliSpec struct {
 	stderr    *tailFile
 	stopGrace time.Duration
 	raw       bool // keep each line's bytes in its event (claude.Config.Raw)
+	// box is the sandbox the CLI runs in (nil: the job's, from ctx, if any).
+	box *sandbox.Box
 }
 
 // startCLI starts the CLI and, when a policy or a client decides tool calls,
@@ -36,6 +39,9 @@ type cliSpec struct {
 // pneuma instead of being refused.
 func startCLI(ctx context.Context, s cliSpec) (*claude.Process, error) {
 	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr, Raw: s.raw}
+	if err := confine(firstBox(s.box, boxOf(ctx)), &cfg); err != nil {
+		return nil, err
+	}
 	if s.policy != nil || s.ask != nil {
 		pol, err := compilePolicy(s.policy)
 		if err != nil {

@@ -14,10 +14,15 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	fakecli.RunIfRequested()
+	if code, ok := sandbox.RunForwarder(os.Args[1:], sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		os.Exit(code) // this test binary stands in for pneuma inside a sandbox
+	}
+	runMCPServerIfRequested()
 	os.Exit(m.Run())
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // A job's lifecycle is four stages, each in its own file:
@@ -37,6 +38,7 @@ type jobRun struct {
 	ws    workspace
 	prior *JobState
 	start time.Time
+	box   *sandbox.Box // the job's sandbox, while driven (nil: none)
 }
 
 // openJob passes the gate and prepares the job's workspace and records.
@@ -87,6 +89,14 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 	records.audit.onCall = r.toolObserver(job.Name)
 	defer func() { closeWatch(jr.ws.watch) }() // unless parked with the worktree
 	defer records.close()                      // for a panic; closed below with its error kept
+	box, err := r.openSandbox(job)
+	if err != nil {
+		*res = failed(*res, report.ReasonWorkspace, err)
+		return *res
+	}
+	jr.box = box
+	defer closeSandbox(box) // after the finish stage: its transcript is read from the box's config dir
+	ctx = withBox(ctx, box)
 	sessionID := r.attempts(ctx, job, records, jr.prior, res)
 	records.audit.flush()
 	res.ToolCalls, res.ToolDenials = records.audit.counts()
@@ -100,6 +110,7 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
+	noteSandbox(res, jr.box)
 	res.DurationMS = time.Since(jr.start).Milliseconds()
 	redactResult(res)
 	return *res

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pneuma-cli/pneuma/policy"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // FileVersion is the only jobs file version this pneuma reads.
@@ -76,6 +77,7 @@ type JobSpec struct {
 	PullRequest        *PullRequestSpec  `yaml:"pull_request"`
 	Push               *bool             `yaml:"push"`
 	Remote             string            `yaml:"remote"`
+	Sandbox            *sandbox.Spec     `yaml:"sandbox"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`

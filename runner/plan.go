@@ -16,6 +16,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -82,6 +83,8 @@ type PlanOptions struct {
 	// Those files are read with internal/safefile either way: regular
 	// files of at most safefile.MaxSize bytes.
 	Roots []string
+	// Sandbox runs every job in a sandbox (--sandbox), whatever the file says.
+	Sandbox bool
 }
 
 // Plan is everything a run will do, decided before anything starts.
@@ -139,6 +142,9 @@ type Job struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
 	Binary string `json:"claude,omitempty"`
+	// Sandbox confines the job's CLI and verify commands (nil or not
+	// Enabled: no sandbox); its read and write paths are absolute.
+	Sandbox *sandbox.Spec `json:"sandbox,omitempty"`
 }
 
 // Args returns the CLI argv (without the binary) of the job's first attempt.

@@ -32,6 +32,7 @@ func BuildPlan(ctx context.Context, f *File, o PlanOptions) (*Plan, error) {
 			pl.planJob(position, spec)
 		}
 	}
+	pl.checkSandbox()
 	if err := pl.err(); err != nil {
 		return nil, err
 	}
@@ -169,7 +170,8 @@ func (pl *planner) planJob(position int, spec JobSpec) {
 	}
 	j.Options = cliOptions(spec, pl.fileDir)
 	pl.limitOptions(j, spec)
-	if j.Options.PermissionMode == "bypassPermissions" && pl.o.IsRoot && pl.o.Getenv("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
+	pl.planSandbox(j, spec)
+	if j.Options.PermissionMode == "bypassPermissions" && !j.Sandbox.On() && pl.o.IsRoot && pl.o.Getenv("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
 		pl.problem(spec.PosOf("permission_mode"), "permission_mode bypassPermissions as root: the Claude Code CLI refuses it and exits 1; set IS_SANDBOX=1 (in env: of the job, or in pneuma's environment) when running in a sandbox or container")
 	}
 	pl.p.Jobs = append(pl.p.Jobs, j)

@@ -189,7 +189,10 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 	j.Options = cliOptions(js, o.WorkDir)
 	j.Options.PartialMessages = true // clients show text as it streams
 	j.Binary = o.Binary
-	if j.Options.PermissionMode == "bypassPermissions" && o.IsRoot && envLookup(o.Environ)("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
+	if err := sessionSandbox(j, js, o.WorkDir); err != nil {
+		return nil, err
+	}
+	if j.Options.PermissionMode == "bypassPermissions" && !j.Sandbox.On() && o.IsRoot && envLookup(o.Environ)("IS_SANDBOX") == "" && j.Env["IS_SANDBOX"] == "" {
 		return nil, &ConfigError{errors.New("permission_mode bypassPermissions as root: the Claude Code CLI refuses it; set IS_SANDBOX=1 in env")}
 	}
 	return j, nil

@@ -36,7 +36,7 @@ const PermissionPromptClient = "client"
 var sessionJobFields = []string{
 	"name", "repo", "base", "worktree", "commit", "model", "permission_mode", "policy", "allowed_tools",
 	"disallowed_tools", "tools", "max_turns", "max_budget_usd", "system_prompt", "append_system_prompt",
-	"mcp_config", "settings", "add_dirs", "env", "timeout", "idle_timeout",
+	"mcp_config", "settings", "add_dirs", "env", "timeout", "idle_timeout", "sandbox",
 }
 
 // sessionRefused are the job fields a session refuses, and why: a field a

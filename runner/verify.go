@@ -46,7 +46,11 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 	defer cancel()
 	start := time.Now()
 	out := tail.New(verifyOutputLimit)
-	cmd := exec.CommandContext(ctx, v.Command[0], v.Command[1:]...)
+	argv := v.Command
+	if box := boxOf(ctx); box != nil { // the job's sandbox holds its verify command too
+		argv, env = box.Command(dir, argv), box.Env(env)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout = out

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/schema"
 )
 
@@ -197,6 +198,9 @@ func TestSchemaRejectsWhatTheDecoderRejects(t *testing.T) {
 		"policy unknown":    "version: 1\njobs: [{name: a, prompt: p, policy: {alow: [Read]}}]\n",
 		"env not strings":   "version: 1\njobs: [{name: a, prompt: p, env: {A: [1]}}]\n",
 		"negative":          "version: 1\njobs: [{name: a, prompt: p, retries: -1}]\n",
+		"sandbox string":    "version: 1\njobs: [{name: a, prompt: p, sandbox: yes please}]\n",
+		"sandbox unknown":   "version: 1\njobs: [{name: a, prompt: p, sandbox: {net: [x]}}]\n",
+		"sandbox url":       "version: 1\njobs: [{name: a, prompt: p, sandbox: {network: [\"https://x.org/\"]}}]\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := runner.Decode("x.yaml", []byte(doc)); err == nil {
@@ -312,6 +316,8 @@ func (w *walker) compare(path string, t reflect.Type, n map[string]any) {
 		want = "string"
 	case t == reflect.TypeFor[runner.SchemaSpec]():
 		want = "object|string" // a mapping is an inline schema, a string a path or JSON text
+	case t == reflect.TypeFor[sandbox.Spec]():
+		want = "boolean|object" // true, false, or a mapping that opens more
 	case t.Kind() == reflect.String:
 		want = "string"
 	case t.Kind() == reflect.Bool:

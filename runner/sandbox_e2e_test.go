@@ -1,0 +1,350 @@
+package runner_test
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
+)
+
+// requireSandbox fails the test in CI when bubblewrap cannot run here, and
+// skips it elsewhere.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the sandbox escape suite needs bubblewrap: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// countingServer accepts on host loopback, answers "pong" to a line, and
+// counts connections.
+type countingServer struct {
+	port     int
+	accepted chan struct{}
+}
+
+func newCountingServer(t *testing.T) *countingServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	s := &countingServer{port: ln.Addr().(*net.TCPAddr).Port, accepted: make(chan struct{}, 64)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				_, _ = bufio.NewReader(c).ReadString('\n')
+				_, _ = c.Write([]byte("pong\n"))
+			}()
+		}
+	}()
+	return s
+}
+
+// escapeWorld is what the escapes aim at, all outside the job's worktree.
+type escapeWorld struct {
+	repo, home, scratch, remote, other, bgDir, tmpFile, marker, base string
+	sshKey, awsKey                                                   string
+	listed, unlisted                                                 *countingServer
+	victim                                                           *exec.Cmd
+}
+
+func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
+	t.Helper()
+	w := &escapeWorld{repo: claudetest.GitRepo(t), home: b.env.Home, scratch: t.TempDir(),
+		sshKey: "SSH-SECRET-" + rand.Text(), awsKey: "AWS-SECRET-" + rand.Text(), marker: "pneuma-escape-" + rand.Text()}
+	w.remote = filepath.Join(w.scratch, "remote.git")
+	claudetest.Git(t, w.scratch, "init", "-q", "--bare", w.remote)
+	claudetest.Git(t, w.repo, "remote", "add", "origin", w.remote)
+	w.other = filepath.Join(w.repo, ".pneuma", "worktrees", "e2e", "other-job")
+	w.bgDir = filepath.Join(w.scratch, "bg")
+	w.tmpFile = filepath.Join(os.TempDir(), w.marker)
+	t.Cleanup(func() { _ = os.Remove(w.tmpFile) })
+	for path, content := range map[string]string{
+		filepath.Join(w.home, ".ssh", "id_ed25519"):       w.sshKey,
+		filepath.Join(w.home, ".aws", "credentials"):      w.awsKey,
+		filepath.Join(w.home, ".claude", "settings.json"): `{"env":{"USER_SETTING":"1"}}`,
+		filepath.Join(w.home, ".claude.json"):             `{"numStartups":1}`,
+		filepath.Join(w.other, "README.md"):               "another job's worktree\n",
+		filepath.Join(w.bgDir, ".keep"):                   "",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another job's branch of the same run, beside the job's own ref.
+	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/other-job")
+	w.base = claudetest.Git(t, w.repo, "rev-parse", "main")
+	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
+	w.victim = exec.Command("sleep", "300")
+	if err := w.victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.victim.Process.Kill(); _ = w.victim.Wait() })
+	return w
+}
+
+// script is one Bash call that tries every escape and prints, for each,
+// "<name>=ok" when it got through.
+func (w *escapeWorld) script() string {
+	tcp := func(port int) string {
+		return fmt.Sprintf(`(exec 3<>/dev/tcp/127.0.0.1/%d && echo ping >&3 && head -n1 <&3) 2>/dev/null`, port)
+	}
+	lines := []string{
+		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
+		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
+		`(mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "remounted.txt") + `) && echo remount=ok`,
+		`(unshare -Urm sh -c 'mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "nested.txt") + `' || echo x > ` + filepath.Join(w.repo, "nested.txt") + `) && echo nested-userns=ok`,
+		`git update-ref refs/heads/pneuma/e2e/other-job HEAD && echo other-branch=ok`,
+		`git update-ref refs/heads/main HEAD && echo main-branch=ok`,
+		`echo x > "$HOME/escaped.txt" && echo home=ok`,
+		`echo x > ` + w.tmpFile + ` && echo tmp=ok`,
+		`cat "$HOME/.ssh/id_ed25519" "$HOME/.aws/credentials"; echo`,
+		`git config --file ` + filepath.Join(w.repo, ".git", "config") + ` core.fsmonitor "touch ` + filepath.Join(w.scratch, "fsmonitor-ran") + `" && echo repo-config=ok`,
+		`printf '#!/bin/sh\ntouch ` + filepath.Join(w.scratch, "hook-ran") + `\n' > ` + filepath.Join(w.repo, ".git", "hooks", "post-commit") + ` && echo repo-hook=ok`,
+		tcp(w.listed.port) + ` | grep -q pong && echo listed-port=ok`,
+		tcp(w.unlisted.port) + ` | grep -q pong && echo unlisted-port=ok`,
+		`curl -s -m 3 -o /dev/null http://203.0.113.7/ ; true`,
+		`kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo signal-pneuma=$((40+2))`,
+		`kill -9 ` + strconv.Itoa(w.victim.Process.Pid) + ` 2>/dev/null && echo kill-other=ok`,
+		`git push -q ` + w.remote + ` HEAD:refs/heads/escaped 2>/dev/null && echo push=ok`,
+		`nohup env -u PNEUMA_CLAUDE_MARKER setsid sh -c 'sleep 60; echo alive > ` + filepath.Join(w.bgDir, "alive") + `' ` + w.marker + ` >/dev/null 2>&1 < /dev/null &`,
+		`echo done`,
+	}
+	return strings.Join(lines, "\n")
+}
+
+// escapes reports, per escape, whether it got through, judged outside.
+func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
+	t.Helper()
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(w.repo, ".git", "config"))
+	got := map[string]bool{
+		"other-worktree": exists(filepath.Join(w.other, "escaped.txt")),
+		"home":           exists(filepath.Join(w.home, "escaped.txt")),
+		"tmp":            exists(w.tmpFile),
+		"read-ssh-key":   strings.Contains(string(data), w.sshKey),
+		"read-aws-creds": strings.Contains(string(data), w.awsKey),
+		"repo-config":    strings.Contains(string(cfg), "fsmonitor"),
+		"repo-hook":      exists(filepath.Join(w.repo, ".git", "hooks", "post-commit")),
+		"unlisted-port":  len(w.unlisted.accepted) > 0,
+		"signal-pneuma":  strings.Contains(string(data), "signal-pneuma=42"), // the script holds the expression, not its value
+		"kill-other":     !poll.Running(w.victim.Process.Pid),
+		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
+		"background":     processWithArg(w.marker),
+		"verify-home":    exists(filepath.Join(w.home, "verify-escaped.txt")),
+		"remount":        exists(filepath.Join(w.repo, "remounted.txt")),
+		"nested-userns":  exists(filepath.Join(w.repo, "nested.txt")),
+		"other-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
+		"main-branch":    claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
+	}
+	return got
+}
+
+func gitOK(dir string, args ...string) bool {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	return cmd.Run() == nil
+}
+
+// processWithArg reports whether a live process has arg on its command line
+// (and kills it: nothing outlives the test).
+func processWithArg(arg string) bool {
+	entries, _ := os.ReadDir("/proc")
+	found := false
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), arg) {
+			found = true
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return found
+}
+
+// TestSandboxEscapes runs the escape suite on the real CLI in
+// bypassPermissions: with the sandbox every escape fails and the job still
+// finishes and commits on its branch; without it every escape succeeds
+// (so the suite can tell).
+func TestSandboxEscapes(t *testing.T) {
+	requireSandbox(t)
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandbox=%v", sandboxed), func(t *testing.T) {
+			b := newBed(t)
+			w := newEscapeWorld(t, b)
+			homeBefore := snapshot(t, w.home)
+			b.jobs["ESCAPE-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+				switch {
+				case !r.HasToolResult():
+					return fakeapi.ToolUse(fakeapi.Bash(w.script()))
+				case !r.Contains("mcp-ok"):
+					return fakeapi.ToolUse(fakeapi.Tool("mcp__probe__ping", map[string]any{}))
+				}
+				return fakeapi.Text("tried every escape")
+			}
+			sb := "false"
+			if sandboxed {
+				sb = fmt.Sprintf("{network: [\"127.0.0.1:%d\"], write: [%q]}", w.listed.port, w.bgDir)
+			}
+			p := b.plan(w.repo, fmt.Sprintf(`version: 1
+jobs:
+  - name: escape
+    prompt: ESCAPE-TOKEN try to get out
+    permission_mode: bypassPermissions
+    sandbox: %s
+    mcp_config: '%s'
+    expect: {mcp: true}
+    verify:
+      command: [sh, -c, "echo v > %s; true"]
+`, sb, w.mcpConfig(t), filepath.Join(w.home, "verify-escaped.txt")))
+			rep := b.run(p)
+			res := jobByName(t, rep, "escape")
+			if res.Status != report.StatusSucceeded {
+				t.Fatalf("job %s (%s): %s", res.Status, res.Reason, res.Error)
+			}
+			got := w.escapes(t, res.Stream)
+			if data, err := os.ReadFile(res.Stream); err == nil && testing.Verbose() {
+				t.Logf("stream: %s", data)
+			}
+			listed := len(w.listed.accepted) > 0
+			t.Logf("escapes: %v, listed port reached: %v", got, listed)
+			for name, escaped := range got {
+				if escaped == sandboxed {
+					t.Errorf("%s: escaped=%v with sandbox=%v", name, escaped, sandboxed)
+				}
+			}
+			if !listed {
+				t.Error("the listed port was not reached")
+			}
+			if data, _ := os.ReadFile(res.Stream); !strings.Contains(string(data), `"mcp-ok"`) {
+				t.Error("the job's MCP server did not answer its tool call")
+			}
+			if len(res.Verify) != 1 || !res.Verify[0].Passed {
+				t.Errorf("verify rounds %+v, want one that passed", res.Verify)
+			}
+			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "pneuma/e2e/escape"); !strings.Contains(log, "inside") {
+				t.Errorf("the agent's own commit is not on its branch: %q", log)
+			}
+			if !sandboxed {
+				if res.Sandbox != nil {
+					t.Errorf("report.sandbox = %+v for a job without one", res.Sandbox)
+				}
+				return
+			}
+			if locks, _ := filepath.Glob(filepath.Join(w.repo, ".git", "refs", "heads", "pneuma", "e2e", "*.lock")); len(locks) > 0 {
+				t.Errorf("a failed ref update left %v behind", locks)
+			}
+			if after := snapshot(t, w.home); after != homeBefore {
+				t.Errorf("the user's HOME changed in a sandboxed run:\nbefore %s\nafter  %s", homeBefore, after)
+			}
+			if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 || res.Sandbox.Refused[0].Host != "203.0.113.7:80" {
+				t.Errorf("report.sandbox = %+v, want the refused 203.0.113.7:80", res.Sandbox)
+			}
+			if len(res.Warnings) != 1 || res.Warnings[0].Code != report.WarnSandboxRefused || !strings.Contains(res.Warnings[0].Message, "203.0.113.7:80 (1)") {
+				t.Errorf("warnings %+v, want one sandbox_refused naming 203.0.113.7:80", res.Warnings)
+			}
+			if res.Transcript == "" {
+				t.Error("no transcript archived from the sandbox's config dir")
+			}
+		})
+	}
+}
+
+// mcpConfig names this test binary as the job's MCP server.
+func (w *escapeWorld) mcpConfig(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`{"mcpServers":{"probe":{"command":%q,"env":{%q:"1"}}}}`, self, mcpServerEnv)
+}
+
+// snapshot lists every file under dir with its size and content.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s=%q;", strings.TrimPrefix(p, dir), data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// A sandboxed job that runs past its timeout is stopped like any other
+// (the timeout leaves the CLI, slow to start on a loaded machine, time to
+// send its request):
+// the interrupt reaches the CLI through the sandbox, and the job ends
+// with reason timeout, a result line and its transcript.
+func TestSandboxedTimeout(t *testing.T) {
+	requireSandbox(t)
+	b := newBed(t)
+	b.jobs["SLOW-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response { return fakeapi.Hang() }
+	p := b.plan(claudetest.GitRepo(t), `version: 1
+jobs:
+  - name: slow
+    prompt: SLOW-TOKEN wait
+    timeout: 10s
+    sandbox: true
+`)
+	start := time.Now()
+	res := jobByName(t, b.run(p), "slow")
+	if res.Status != report.StatusFailed || res.Reason != report.ReasonTimeout {
+		t.Fatalf("job %s (%s), want failed (timeout): %s", res.Status, res.Reason, res.Error)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the stop took %v", d)
+	}
+	data, _ := os.ReadFile(res.Stream)
+	if !strings.Contains(string(data), `"type":"result"`) {
+		t.Errorf("no result line: the CLI was killed instead of interrupted:\n%s", data)
+	}
+	if res.Sandbox == nil {
+		t.Fatal("the report does not say the job ran sandboxed")
+	}
+	t.Logf("cli_ms %d, refused %+v", res.Timings.CLIMS, res.Sandbox.Refused)
+}

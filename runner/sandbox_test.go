@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/sandbox"
+)
+
+func TestDecodeSandbox(t *testing.T) {
+	f, err := Decode("jobs.yaml", []byte(`version: 1
+defaults:
+  sandbox: true
+jobs:
+  - name: inherits
+    prompt: p
+  - name: off
+    prompt: p
+    sandbox: false
+  - name: opened
+    prompt: p
+    sandbox:
+      network: [example.com, "127.0.0.1:8080"]
+      read: [docs]
+      write: [out]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, j := range f.Jobs {
+		switch {
+		case j.Sandbox == nil:
+			got[j.Name] = "nil"
+		case !j.Sandbox.On():
+			got[j.Name] = "off"
+		default:
+			got[j.Name] = "on " + strings.Join(slices.Concat(j.Sandbox.Network, j.Sandbox.Read, j.Sandbox.Write), ",")
+		}
+	}
+	want := map[string]string{"inherits": "on ", "off": "off", "opened": "on example.com,127.0.0.1:8080,docs,out"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("job %s: sandbox %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestDecodeSandboxErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"string":      {"sandbox: yes please", "jobs.yaml:5:14: sandbox must be true, false or a mapping"},
+		"list":        {"sandbox: [a]", "jobs.yaml:5:14: sandbox must be true, false or a mapping"},
+		"unknown key": {"sandbox: {netwrk: [a]}", `jobs.yaml:5:15: unknown field "netwrk" (did you mean "network"?)`},
+		"url":         {`sandbox: {network: ["https://x.org/"]}`, `jobs.yaml:5:14: sandbox.network: "https://x.org/" is not a host`},
+		"bad port":    {`sandbox: {network: ["x.org:99999"]}`, `jobs.yaml:5:14: sandbox.network: "x.org:99999" is not a host:port`},
+		"empty path":  {`sandbox: {write: [""]}`, `jobs.yaml:5:14: sandbox.write: "" is not a path`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := "version: 1\njobs:\n  - name: a\n    prompt: p\n    " + tc.yaml + "\n"
+			_, err := Decode("jobs.yaml", []byte(doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanSandbox(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Path: filepath.Join(dir, "jobs.yaml")}
+	pl := &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}}
+	spec := JobSpec{Name: "a"}
+	if err := spec.decodeSandbox(t, "{write: [out], read: [missing]}"); err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{Name: "a"}
+	pl.planSandbox(j, spec)
+	if !j.Sandbox.On() || j.Sandbox.Write[0] != filepath.Join(dir, "out") {
+		t.Errorf("sandbox = %+v, want write resolved to %s", j.Sandbox, filepath.Join(dir, "out"))
+	}
+	if len(pl.problems) != 1 || !strings.Contains(pl.problems[0].Msg, "missing") {
+		t.Errorf("problems = %v, want one naming the missing read path", pl.problems)
+	}
+
+	// --sandbox turns it on for a job that says nothing, and for one that
+	// opted out.
+	pl = &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}, o: PlanOptions{Sandbox: true}}
+	for _, s := range []string{"", "false"} {
+		spec := JobSpec{Name: "b"}
+		if s != "" {
+			if err := spec.decodeSandbox(t, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j := &Job{Name: "b"}
+		pl.planSandbox(j, spec)
+		if !j.Sandbox.On() {
+			t.Errorf("--sandbox with sandbox %q: not sandboxed", s)
+		}
+	}
+}
+
+func TestUnsandboxedBypass(t *testing.T) {
+	p := &Plan{Jobs: []*Job{
+		{Name: "open"}, {Name: "boxed"}, {Name: "plain"},
+	}}
+	p.Jobs[0].Options.PermissionMode = "bypassPermissions"
+	p.Jobs[1].Options.PermissionMode = "bypassPermissions"
+	p.Jobs[1].Sandbox = &sandboxOn
+	if got := UnsandboxedBypass(p); !slices.Equal(got, []string{"open"}) {
+		t.Errorf("UnsandboxedBypass = %v, want [open]", got)
+	}
+}
+
+var sandboxOn = sandbox.Spec{Enabled: true}
+
+// decodeSandbox sets the job's sandbox from YAML.
+func (j *JobSpec) decodeSandbox(t *testing.T, doc string) error {
+	t.Helper()
+	return yaml.Unmarshal([]byte(doc), &j.Sandbox)
+}
+
+// confine starts the CLI through the box, with the CLI's own sandbox off
+// and the settings and MCP config files passed inline (the sandbox may not
+// see them).
+func TestConfine(t *testing.T) {
+	dir := t.TempDir()
+	mcp, settings := filepath.Join(dir, "mcp.json"), filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(mcp, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"model":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	box, err := sandbox.Open(sandbox.Config{Spec: sandboxOn, Bwrap: "/usr/bin/bwrap", Self: "/pneuma", Dir: dir, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	cfg := claude.Config{Binary: "/bin/claude", Dir: dir, Env: []string{"A=1"}}
+	cfg.Options.MCPConfig, cfg.Options.Settings = mcp, settings
+	if err := confine(box, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Options.MCPConfig != `{"mcpServers":{}}` || cfg.Options.Settings != `{"model":"x","sandbox":{"enabled":false}}` {
+		t.Errorf("mcp_config %q, settings %q", cfg.Options.MCPConfig, cfg.Options.Settings)
+	}
+	if len(cfg.Launch) == 0 || cfg.Launch[0] != "/usr/bin/bwrap" || cfg.Launch[len(cfg.Launch)-1] != "--" || !slices.Contains(cfg.Launch, sandbox.ForwardCommand) {
+		t.Errorf("launch %q", cfg.Launch)
+	}
+	if !slices.Contains(cfg.Env, "A=1") || !slices.Contains(cfg.Env, "IS_SANDBOX=1") {
+		t.Errorf("env %q", cfg.Env)
+	}
+}

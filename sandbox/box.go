@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Config is what a job's sandbox is built from.
+type Config struct {
+	Spec Spec
+	// Bwrap is bubblewrap's path (from Check).
+	Bwrap string
+	// Self is pneuma's executable, run inside as the forwarder ("":
+	// os.Executable).
+	Self string
+	// Dir is the job's working directory (writable); Repo the repository
+	// root it belongs to (read-only, its .pneuma hidden).
+	Dir, Repo string
+	// Binary is the CLI; its installation is bound read-only.
+	Binary string
+	// Home is $HOME (hidden); ConfigSrc the CLI's config dir
+	// ($CLAUDE_CONFIG_DIR or ~/.claude) and ConfigJSON ~/.claude.json when
+	// CLAUDE_CONFIG_DIR is unset.
+	Home, ConfigSrc, ConfigJSON string
+	// StateDir holds the job's private copy of the config dir.
+	StateDir string
+	// APIURL is ANTHROPIC_BASE_URL ("": api.anthropic.com).
+	APIURL string
+	// GitName and GitEmail are the git identity the repository resolves to
+	// outside (the user's ~/.gitconfig is hidden inside); "" sets none.
+	GitName, GitEmail string
+}
+
+// Box is a job's sandbox: its proxy, its private config dir and the
+// bubblewrap command line that confines a command.
+type Box struct {
+	cfg       Config
+	sockDir   string
+	proxy     *Proxy
+	configDir string
+	port      int   // the forwarder's proxy port inside
+	raw       []int // loopback ports carried raw
+	allowed   []string
+}
+
+// Sandbox paths inside.
+const (
+	insideSocket = "/run/pneuma/proxy.sock"
+	proxyPort    = 3128
+)
+
+// Open prepares a job's sandbox: the private config dir copy and a running
+// proxy. Close it when the job ends.
+func Open(cfg Config) (*Box, error) {
+	if cfg.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: find pneuma's executable: %w", err)
+		}
+		cfg.Self = self
+	}
+	host, port, loop, err := apiHost(cfg.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	b := &Box{cfg: cfg}
+	b.allowed = append([]string{net.JoinHostPort(host, strconv.Itoa(port))}, cfg.Spec.Network...)
+	// Without capabilities nothing inside may bind a port below 1024: those
+	// are reachable through the proxy only.
+	if loop && port >= 1024 {
+		b.raw = append(b.raw, port)
+	}
+	for _, n := range cfg.Spec.Network {
+		if hp, err := parseHost(n); err == nil && loopback(hp.host) && hp.port >= 1024 && !slices.Contains(b.raw, hp.port) {
+			b.raw = append(b.raw, hp.port)
+		}
+	}
+	b.port = proxyPort
+	for slices.Contains(b.raw, b.port) {
+		b.port++
+	}
+	if b.configDir, err = copyConfig(cfg); err != nil {
+		return nil, err
+	}
+	// A short path of its own: unix socket paths are limited to 108 bytes.
+	if b.sockDir, err = os.MkdirTemp("", "pneuma-sandbox-"); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if b.proxy, err = NewProxy(filepath.Join(b.sockDir, "proxy.sock"), b.allowed); err != nil {
+		_ = os.RemoveAll(b.sockDir)
+		return nil, err
+	}
+	return b, nil
+}
+
+// ConfigDir is the job's private CLAUDE_CONFIG_DIR (the same path inside
+// and outside): its transcripts are read from there.
+func (b *Box) ConfigDir() string { return b.configDir }
+
+// Close stops the proxy. The config dir stays: it holds the transcripts.
+func (b *Box) Close() error {
+	err := b.proxy.Close()
+	_ = os.RemoveAll(b.sockDir) // a temp dir; the socket is already gone
+	return err
+}
+
+// Report says what the sandbox allowed and refused.
+func (b *Box) Report() Report {
+	return Report{Network: b.allowed, Read: b.cfg.Spec.Read, Write: b.cfg.Spec.Write, Refused: b.proxy.Refused()}
+}
+
+// Report is a job's sandbox as its report shows it.
+type Report struct {
+	Network []string  `json:"network"`
+	Read    []string  `json:"read,omitempty"`
+	Write   []string  `json:"write,omitempty"`
+	Refused []Refused `json:"refused,omitempty"`
+}
+
+// Env returns env for inside the sandbox: the proxy for every scheme, the
+// private config dir and tmp, and IS_SANDBOX (the CLI allows
+// bypassPermissions as root only in a sandbox).
+func (b *Box) Env(env []string) []string {
+	drop := map[string]bool{"NO_PROXY": true, "no_proxy": true, "TMPDIR": true, "CLAUDE_CONFIG_DIR": true, "IS_SANDBOX": true}
+	proxy := "http://127.0.0.1:" + strconv.Itoa(b.port)
+	set := map[string]string{"CLAUDE_CONFIG_DIR": b.configDir, "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {
+		set[k], set[strings.ToLower(k)] = proxy, proxy
+	}
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": b.cfg.GitName, "GIT_COMMITTER_NAME": b.cfg.GitName,
+		"GIT_AUTHOR_EMAIL": b.cfg.GitEmail, "GIT_COMMITTER_EMAIL": b.cfg.GitEmail} {
+		if v != "" && !hasVar(env, k) {
+			set[k] = v
+		}
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok && !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func hasVar(env []string, k string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Prefix returns the argv that, followed by a command's, runs that command
+// confined with dir as its working directory: bubblewrap, then the
+// forwarder.
+func (b *Box) Prefix(dir string) []string {
+	args := append([]string{b.cfg.Bwrap}, b.bwrapArgs(dir)...)
+	args = append(args, "--", b.cfg.Self, ForwardCommand, "--socket", insideSocket, "--listen", strconv.Itoa(b.port))
+	for _, p := range b.raw {
+		args = append(args, "--raw", strconv.Itoa(p))
+	}
+	return append(args, "--")
+}
+
+// Command returns the argv that runs argv confined in dir.
+func (b *Box) Command(dir string, argv []string) []string {
+	return append(b.Prefix(dir), argv...)
+}

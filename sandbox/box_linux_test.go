@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+)
+
+func TestMain(m *testing.M) {
+	if code, ok := RunForwarder(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// needBwrap returns bubblewrap's path; without it the test fails in CI and
+// is skipped elsewhere.
+func needBwrap(t *testing.T) string {
+	t.Helper()
+	path, err := Check()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return path
+}
+
+func TestBoxConfinesAShell(t *testing.T) {
+	bwrap := needBwrap(t)
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{home, work, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("SECRET-KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listed, gotListed := echoServer(t)
+	unlisted, gotUnlisted := echoServer(t)
+	box, err := Open(Config{
+		Spec: Spec{Enabled: true, Network: []string{"127.0.0.1:" + strconv.Itoa(listed)}}, Bwrap: bwrap,
+		Dir: work, Home: home, StateDir: filepath.Join(root, "state"), APIURL: "http://127.0.0.1:80",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	script := `
+cat $HOME/.ssh/id_ed25519 2>/dev/null || echo no-key
+echo x > ` + filepath.Join(root, "outside") + ` 2>/dev/null || echo no-outside-write
+echo ok > in-work && echo work-write
+exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(listed) + ` && echo hi >&3 && head -n1 <&3
+(exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(unlisted) + `) 2>/dev/null || echo no-unlisted
+curl -s -o /dev/null -w '%{http_code}\n' http://10.9.9.9/ || true
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	argv := box.Command(work, []string{"/bin/bash", "-c", script})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = box.Env([]string{"PATH=/usr/bin:/bin", "HOME=" + home})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandboxed shell: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{"no-key", "work-write", "echo:hi", "no-unlisted", "403"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "SECRET-KEY") {
+		t.Errorf("the key was read:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "outside")); err == nil {
+		t.Error("a file outside the worktree was written")
+	}
+	if _, err := os.Stat(filepath.Join(work, "in-work")); err != nil {
+		t.Errorf("the worktree write did not land: %v", err)
+	}
+	if len(gotListed) != 1 || len(gotUnlisted) != 0 {
+		t.Errorf("listed port got %d connections, unlisted %d; want 1 and 0", len(gotListed), len(gotUnlisted))
+	}
+	rep := box.Report()
+	if len(rep.Refused) != 1 || rep.Refused[0].Host != "10.9.9.9:80" {
+		t.Errorf("refused = %+v, want 10.9.9.9:80 once", rep.Refused)
+	}
+}
+
+// Signal reaches the command past bubblewrap, which would end the whole
+// sandbox at once: the command handles SIGINT and exits its own way.
+func TestSignalReachesTheCommand(t *testing.T) {
+	bwrap := needBwrap(t)
+	work := t.TempDir()
+	box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: work, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	argv := box.Command(work, []string{"/bin/sh", "-c", `trap 'echo int > got; exit 7' INT; touch ready; while :; do sleep 0.05; done`})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = box.Env([]string{"PATH=/usr/bin:/bin"})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	ready := func() bool { _, err := os.Stat(filepath.Join(work, "ready")); return err == nil }
+	if !poll.Until(20*time.Second, ready) {
+		t.Fatal("the command did not start")
+	}
+	if err := Signal(cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Errorf("bwrap ended with %v, want the command's own exit 7", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(work, "got")); string(data) != "int\n" {
+		t.Errorf("the command's trap did not run: %q", data)
+	}
+	if _, err := forwarderOf(os.Getpid()); err == nil {
+		t.Error("found a forwarder under a process that runs none")
+	}
+}

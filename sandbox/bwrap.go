@@ -1,0 +1,271 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// systemDirs are bound read-only when they exist (a symlink, as /bin is on
+// merged-/usr systems, is recreated as the same symlink).
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// namespaceFlags isolate the sandbox: its own user, mount, pid, network,
+// ipc, uts and cgroup namespaces; no capability inside (as root,
+// bubblewrap would keep them all: enough to remount a read-only bind
+// writable) and no user namespace nested inside to get them back; its own
+// session (no terminal injection); an end with its parent.
+var namespaceFlags = []string{"--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+	"--die-with-parent", "--new-session"}
+
+// argv collects bubblewrap arguments.
+type argv []string
+
+func (a *argv) add(s ...string) { *a = append(*a, s...) }
+
+// bind adds a bind of path onto itself, when it exists.
+func (a *argv) bind(flag, path string) {
+	if !filepath.IsAbs(path) {
+		return // never relative: bubblewrap would resolve it against its own cwd
+	}
+	if _, err := os.Lstat(path); err == nil {
+		a.add(flag, path, path)
+	}
+}
+
+// bwrapArgs confines a command whose working directory is dir. Later
+// mounts cover earlier ones, so the order is: namespaces, system, private
+// tmp and home, the repository read-only with its .pneuma hidden, then
+// what is writable.
+func (b *Box) bwrapArgs(dir string) []string {
+	var a argv
+	a.add(namespaceFlags...)
+	for _, d := range systemDirs {
+		if target, err := os.Readlink(d); err == nil {
+			a.add("--symlink", target, d)
+			continue
+		}
+		a.bind("--ro-bind", d)
+	}
+	a.add("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	if h := b.cfg.Home; h != "" && h != "/" {
+		a.add("--tmpfs", h)
+	}
+	if r := b.cfg.Repo; r != "" {
+		a.bind("--ro-bind", r)
+		if _, err := os.Stat(filepath.Join(r, ".pneuma")); err == nil {
+			a.add("--tmpfs", filepath.Join(r, ".pneuma"))
+		}
+	}
+	for _, p := range b.cfg.Spec.Read {
+		a.bind("--ro-bind", p)
+	}
+	a.bind("--ro-bind", cliInstall(b.cfg.Binary))
+	a.bind("--ro-bind", b.cfg.Self)
+	a.bind("--bind", dir)
+	a.add(gitBinds(dir)...)
+	for _, p := range b.cfg.Spec.Write {
+		a.bind("--bind", p)
+	}
+	a.bind("--bind", b.configDir)
+	if b.cfg.ConfigSrc != "" {
+		if cred := filepath.Join(b.cfg.ConfigSrc, ".credentials.json"); fileExists(cred) {
+			a.add("--ro-bind", cred, filepath.Join(b.configDir, ".credentials.json"))
+		}
+	}
+	a.add("--bind", filepath.Join(b.sockDir, "proxy.sock"), insideSocket)
+	a.add("--chdir", dir)
+	return a
+}
+
+// cliInstall is the directory holding the CLI (its package, for an npm
+// install's bin/claude.exe), so that its own files are readable.
+func cliInstall(binary string) string {
+	real, err := filepath.EvalSymlinks(binary)
+	if binary == "" || err != nil {
+		return ""
+	}
+	d := filepath.Dir(real)
+	if filepath.Base(d) == "bin" && fileExists(filepath.Join(filepath.Dir(d), "package.json")) {
+		return filepath.Dir(d)
+	}
+	return d
+}
+
+// gitBinds opens what git needs to commit on the worktree's own branch:
+// the object store, the worktree's record in the repository, and the
+// directory of its branch's ref and reflog, with every other ref already
+// there in that directory bound read-only over it. The repository's
+// config, hooks and other refs stay read-only. A directory that is its own
+// repository (no linked worktree) is writable already: its config and
+// hooks are bound read-only over it.
+func gitBinds(dir string) []string {
+	var a argv
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotgit)
+	switch {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		a.bind("--ro-bind", filepath.Join(dotgit, "config"))
+		a.bind("--ro-bind", filepath.Join(dotgit, "hooks"))
+		return a
+	}
+	record, common, ref, err := worktreeGit(dotgit)
+	if err != nil {
+		return nil
+	}
+	a.bind("--bind", filepath.Join(common, "objects"))
+	a.bind("--bind", record)
+	if ref != "" {
+		for _, base := range []string{filepath.Join(common, "refs"), filepath.Join(common, "logs", "refs")} {
+			refDir := filepath.Dir(filepath.Join(base, strings.TrimPrefix(ref, "refs/")))
+			if !strings.HasPrefix(refDir, filepath.Join(base, "heads")+string(filepath.Separator)) {
+				continue // a branch straight under refs/heads: that directory stays read-only
+			}
+			a.bind("--bind", refDir)
+			own := filepath.Base(ref)
+			entries, _ := os.ReadDir(refDir) // none: nothing to protect
+			for _, e := range entries {
+				if e.Name() != own {
+					a.bind("--ro-bind", filepath.Join(refDir, e.Name()))
+				}
+			}
+		}
+	}
+	a.bind("--ro-bind", filepath.Join(common, "config"))
+	a.bind("--ro-bind", filepath.Join(common, "hooks"))
+	return a
+}
+
+// worktreeGit reads a linked worktree's .git file: its record in the
+// repository, the repository's git dir and the branch its HEAD is on.
+func worktreeGit(dotgit string) (record, common, ref string, err error) {
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", "", "", err
+	}
+	rest, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return "", "", "", errors.New("not a gitdir file")
+	}
+	record = rest
+	if !filepath.IsAbs(record) {
+		record = filepath.Join(filepath.Dir(dotgit), record)
+	}
+	cd, err := os.ReadFile(filepath.Join(record, "commondir"))
+	if err != nil {
+		return "", "", "", err
+	}
+	common = strings.TrimSpace(string(cd))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(record, common)
+	}
+	common = filepath.Clean(common)
+	if head, err := os.ReadFile(filepath.Join(record, "HEAD")); err == nil {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: "); ok && strings.HasPrefix(r, "refs/heads/") && !strings.Contains(r, "..") {
+			ref = r
+		}
+	}
+	return record, common, ref, nil
+}
+
+// copyConfig makes the job's private copy of the CLI's config dir: its
+// settings, agents, commands and skills, and ~/.claude.json (as
+// .claude.json inside, where the CLI looks when CLAUDE_CONFIG_DIR is set).
+// Transcripts and other sessions are not copied; credentials are bound
+// read-only over a placeholder.
+func copyConfig(cfg Config) (string, error) {
+	dst := filepath.Join(cfg.StateDir, "claude-config")
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: config dir: %w", err)
+	}
+	if cfg.ConfigSrc != "" {
+		if err := copyTree(cfg.ConfigSrc, dst, 0); err != nil {
+			return "", fmt.Errorf("sandbox: copy %s: %w", cfg.ConfigSrc, err)
+		}
+		if fileExists(filepath.Join(cfg.ConfigSrc, ".credentials.json")) {
+			if err := touch(filepath.Join(dst, ".credentials.json")); err != nil {
+				return "", fmt.Errorf("sandbox: config dir: %w", err)
+			}
+		}
+	}
+	if cfg.ConfigJSON != "" && fileExists(cfg.ConfigJSON) {
+		if err := copyFile(cfg.ConfigJSON, filepath.Join(dst, ".claude.json")); err != nil {
+			return "", fmt.Errorf("sandbox: copy %s: %w", cfg.ConfigJSON, err)
+		}
+	}
+	return dst, nil
+}
+
+// skippedFiles are config dir files not copied: the credentials (bound
+// read-only instead) and the prompt history of every project.
+var skippedFiles = map[string]bool{".credentials.json": true, "history.jsonl": true}
+
+// copiedDirs are the subdirectories of the config dir that are copied.
+var copiedDirs = map[string]bool{"agents": true, "commands": true, "skills": true, "output-styles": true}
+
+// copyTree copies regular files (and, at the top, copiedDirs) from src to
+// dst, leaving files dst already has alone.
+func copyTree(src, dst string, depth int) error {
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch {
+		case e.Type().IsRegular() && !skippedFiles[e.Name()] && !strings.Contains(e.Name(), ".backup"):
+			if fileExists(d) {
+				continue
+			}
+			if err := copyFile(s, d); err != nil {
+				return err
+			}
+		case e.IsDir() && (depth > 0 || copiedDirs[e.Name()]) && depth < 8:
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return err
+			}
+			if err := copyTree(s, d, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }() // read-only
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
