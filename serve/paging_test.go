@@ -192,11 +192,11 @@ func TestLongPollBigEventAlone(t *testing.T) {
 		}
 	}
 	// Each turn: user_message, status_change, assistant, result,
-	// status_change. The third turn's message is 700 KB and its answer
+	// turn_end, status_change. The third turn's message is 700 KB and its answer
 	// 1.4 MB.
 	got := strings.Join(pages, " | ")
-	want := "user_message,status_change,assistant,result,status_change,user_message,status_change,assistant,result,status_change,user_message,status_change | " +
-		"assistant | result,status_change,user_message,status_change,assistant,result,status_change"
+	want := "user_message,status_change,assistant,result,turn_end,status_change,user_message,status_change,assistant,result,turn_end,status_change,user_message,status_change | " +
+		"assistant | result,turn_end,status_change,user_message,status_change,assistant,result,turn_end,status_change"
 	if got != want {
 		t.Fatalf("pages:\n%s\nwant\n%s", got, want)
 	}
@@ -223,7 +223,7 @@ func TestMessageWaitBounded(t *testing.T) {
 	}
 	out.Events, out.NextAfter = nil, 0
 	b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"small","wait":true}`, &out)
-	if len(out.Events) != 4 || out.NextAfter != 0 || out.Result["seq"].(float64) != 9 {
+	if len(out.Events) != 4 || out.NextAfter != 0 || out.Result["seq"].(float64) != 10 {
 		t.Fatalf("a small turn: %d events, next_after %d, result %v", len(out.Events), out.NextAfter, out.Result["seq"])
 	}
 }

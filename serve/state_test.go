@@ -61,7 +61,7 @@ func TestDamagedSessionsSkipped(t *testing.T) {
 	if o := status[dupID]; o.Status != StatusDamaged || !strings.Contains(o.Damage, "events.jsonl:4") || o.LastSeq != 3 || o.Name != "t" {
 		t.Errorf("session with a duplicate seq: %+v", o)
 	}
-	if o := status[badJSON]; o.Status != StatusDamaged || !strings.Contains(o.Damage, "session.json") || o.LastSeq != 5 {
+	if o := status[badJSON]; o.Status != StatusDamaged || !strings.Contains(o.Damage, "session.json") || o.LastSeq != 6 {
 		t.Errorf("session with a bad session.json: %+v", o)
 	}
 	if o := status[good]; o.Status != StatusIdle {
