@@ -16,6 +16,7 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.45.0
 	golang.org/x/text v0.41.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -176,7 +176,7 @@ func compileBash(spec string) (bashPattern, error) {
 	var b bashPattern
 	// A rule matches one simple command; an operator in it would never match.
 	probe := strings.NewReplacer(`\*`, "x", "*", "x").Replace(spec)
-	if p := parseShell(probe, 0); len(p.cmds) > 1 {
+	if p := parseShell(probe); len(p.cmds) > 1 {
 		return b, errors.New("the pattern contains a shell operator (&&, ||, ;, |, &, newline): compound commands are split and each part is matched on its own, so write one rule per command")
 	}
 	b.writes = strings.Contains(spec, ">")
