@@ -355,6 +355,9 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 			c.alt = append(c.alt, append(exp, ws...))
 		}
 	}
+	if !slices.ContainsFunc(c.raw, func(r string) bool { return strings.ContainsAny(r, `'"\`) }) {
+		return
+	}
 	loose := make([]string, len(c.raw))
 	for i, r := range c.raw {
 		loose[i] = strings.Map(func(r rune) rune {
