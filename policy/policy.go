@@ -50,8 +50,9 @@
 // (parsed again, up to 8 levels), denies the whole command; deny rules
 // also see the command with VAR=value prefixes, wrappers (timeout, nice,
 // nohup, xargs, sudo, env, find -exec ...) and directory prefixes (/bin/rm)
-// removed, with ANSI-C quotes decoded and a brace-expanded command name
-// ({rm,-rf,/}) expanded. A command that does not parse as bash is denied
+// removed, with ANSI-C quotes decoded, a brace-expanded command name
+// ({rm,-rf,/}) expanded, and a command name that is a glob (/bin/r?) read
+// as the rule's command name when it matches it. A command that does not parse as bash is denied
 // when the policy has deny rules for Bash (they could not be checked), and
 // otherwise allowed only by a bare Bash rule. An allow needs every part
 // allowed. A command that runs code no rule can see (command, process or
@@ -614,10 +615,31 @@ func denyMatch(b *bashPattern, p parsedShell) (string, bool) {
 				if b.match(s) {
 					return s, true
 				}
+				if s, ok := globNamed(b, s); ok && b.match(s) {
+					return s, true
+				}
 			}
 		}
 	}
 	return "", false
+}
+
+// globNamed rewrites a candidate whose command name is a glob (/bin/r? runs
+// /bin/rm) with the pattern's literal command name when the glob matches
+// it, so that the deny rule sees what the glob may run.
+func globNamed(b *bashPattern, s string) (string, bool) {
+	name, rest, hasRest := strings.Cut(s, " ")
+	if b.name == "" || !hasGlob(name) || strings.Trim(path.Base(name), "*?") == "" {
+		// A bare * is an argument list far more often than a command.
+		return "", false
+	}
+	if ok, _ := path.Match(path.Base(name), b.name); !ok {
+		return "", false
+	}
+	if !hasRest {
+		return b.name, true
+	}
+	return b.name + " " + rest, true
 }
 
 // denied builds a denial by rule.

@@ -69,6 +69,10 @@ func TestShellOldLexerWrong(t *testing.T) {
 		{"rules", "echo ${x@P}", "allow", "deny"},
 		{"rules", "echo ${!x}", "allow", "deny"},
 		{"ask", "echo ${x@P}", "allow", "ask"},
+		// A glob as the command name runs whatever it matches.
+		{"bare", "/bin/r? -rf /", "allow", "deny"},
+		{"bare", "sudo /usr/bin/[r]m -rf /", "allow", "deny"},
+		{"bare", "g*t push", "allow", "deny"},
 		// A quoted variable is still a command name unknown until run.
 		{"rules", `"$CMD" install`, "allow", "deny"},
 		{"ask", `"$CMD" install`, "ask", "ask"},
@@ -160,6 +164,8 @@ func TestShellConstructs(t *testing.T) {
 		{"rules", "`which go` test ./...", "deny"},
 		{"rules", "${!x} test", "deny"},
 		{"rules", "l? -la", "deny"},
+		{"bare", "/bin/l? -la", "allow"}, // matches no deny rule's name
+		{"bare", "sudo ls *", "allow"},   // a bare * is taken as arguments, not as curl
 		{"rules", "timeout 5 $CMD", "deny"},
 		{"ask", "$GO test ./...", "ask"},
 		{"ask", "eval \"$v\"", "ask"},
