@@ -267,6 +267,7 @@ func (w *walker) compoundRedirs(s *syntax.Stmt) {
 		if !w.redirect(r, &c) {
 			w.out.opaque = true
 		}
+		w.stdin(r, false)
 	}
 }
 
@@ -644,8 +645,9 @@ func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo
 			w.hiddenNode(p)
 		}
 	default:
-		// Extended globs and anything else: not plain text.
-		wi.glob = true
+		// Extended globs @(a|b) and anything else: not plain text, and
+		// parentheses the lexer before this parser took for code.
+		wi.glob, wi.code = true, true
 		b.WriteString(w.text(p))
 	}
 }

@@ -124,6 +124,10 @@ func TestShellConstructs(t *testing.T) {
 		{"rules", "echo $((1+2))", "deny"},
 		{"ask", "echo $((1+2))", "ask"},
 		{"rules", "echo {a,b}.txt", "allow"},
+		{"rules", "echo @(a|b).txt", "deny"}, // an extended glob: parentheses count as code
+		{"rules", "$'npm' install", "deny"},
+		{"rules", "a=(x y) echo hi", "deny"},
+		{"bare", "while read l; do echo $l; done <<EOF\nrm -rf /\nEOF", "deny"},
 		{"bare", "git push{,}", "deny"},
 		{"rules", "{echo,hi}", "deny"},
 		// time, !, exec, command, nohup and assignments in front.
