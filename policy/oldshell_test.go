@@ -24,7 +24,7 @@ type oldCommand struct {
 	opaque bool     // runs code that cannot be matched textually
 }
 
-// text is the oldCommand as matched by Bash rules: its words as written, joined
+// text is the command as matched by Bash rules: its words as written, joined
 // by single spaces.
 func (c oldCommand) text() string { return strings.Join(c.raw, " ") }
 
@@ -192,7 +192,7 @@ func oldBuildCommand(toks []oldToken) (oldCommand, bool) {
 	return c, true
 }
 
-// oldUnwrapFirst is the oldCommand name after assignments and oldWrappers.
+// oldUnwrapFirst is the command name after assignments and oldWrappers.
 func oldUnwrapFirst(words []string) string {
 	w := oldUnwrap(words)
 	if len(w) == 0 {
@@ -584,7 +584,7 @@ func oldScanParens(s string, i int) (inner string, end int) {
 	return s[min(i, len(s)):], len(s)
 }
 
-// oldWrappers run the oldCommand given in their arguments; they are stripped
+// oldWrappers run the command given in their arguments; they are stripped
 // before matching (timeout 60 go test ./... is matched as go test ./...).
 var oldWrappers = map[string]bool{
 	"timeout": true, "time": true, "nice": true, "nohup": true, "stdbuf": true,
@@ -687,10 +687,10 @@ func (p *Policy) oldDecideBash(cmdline string) Decision {
 		return p.byDefault("no allow rule matches this Bash call")
 	}
 	if parsed.opaque {
-		return p.byDefault("the oldCommand runs code that rules cannot inspect (subshell, substitution or unparsable text); only a bare Bash rule allows it")
+		return p.byDefault("the command runs code that rules cannot inspect (subshell, substitution or unparsable text); only a bare Bash rule allows it")
 	}
 	if len(parsed.cmds) == 0 {
-		return p.byDefault("the oldCommand is empty")
+		return p.byDefault("the command is empty")
 	}
 	var used []string
 	for _, c := range parsed.cmds {

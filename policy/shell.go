@@ -356,19 +356,24 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 			c.alt = append(c.alt, append(exp, ws...))
 		}
 	}
-	if !slices.ContainsFunc(c.raw, func(r string) bool { return strings.ContainsAny(r, `'"\`) }) {
+	if !slices.ContainsFunc(c.raw, func(r string) bool { return strings.ContainsAny(r, "'\"\\\r") }) {
 		return
 	}
-	loose := make([]string, len(c.raw))
-	for i, r := range c.raw {
-		loose[i] = strings.Map(func(r rune) rune {
-			if r == '\'' || r == '"' || r == '\\' {
-				return -1
-			}
-			return r
-		}, r)
+	// Quotes and backslashes dropped, carriage returns taken as spaces:
+	// the words as the lexer policy used before this parser read them, so
+	// that no deny rule it applied is lost.
+	loose := strings.Fields(strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\':
+			return -1
+		case '\r':
+			return ' '
+		}
+		return r
+	}, strings.Join(c.raw, " ")))
+	if len(loose) > 0 {
+		c.alt = append(c.alt, loose)
 	}
-	c.alt = append(c.alt, loose)
 }
 
 // braceWords brace-expands a command name ({rm,-rf,/} runs rm -rf /) into
@@ -556,6 +561,10 @@ func (w *walker) assign(a *syntax.Assign) (string, bool) {
 		// is plain text to a rule.
 		code = true
 		w.hiddenNode(a)
+		if a.Array != nil {
+			// The lexer before this parser read (...) as a subshell.
+			w.scanData(strings.TrimSuffix(strings.TrimPrefix(w.text(a.Array), "("), ")"))
+		}
 	}
 	var b strings.Builder
 	if a.Name != nil {
@@ -649,15 +658,19 @@ func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo
 		// parentheses the lexer before this parser took for code.
 		wi.glob, wi.code = true, true
 		b.WriteString(w.text(p))
+		if g, ok := p.(*syntax.ExtGlob); ok && g.Pattern != nil && !quiet {
+			w.scanData(g.Pattern.Value) // read as a subshell before
+		}
 	}
 }
 
 // riskyParam reports a parameter expansion that can run code or whose
 // value rules cannot read: indirection (${!x}), subscripts and slices
 // (arithmetic), transformations such as ${x@P} (prompt expansion runs
-// $(...)), and anything holding a substitution or parentheses.
+// $(...)), and anything holding a substitution, parentheses or quotes
+// (which the lexer before this parser could not follow).
 func riskyParam(p *syntax.ParamExp, text string) bool {
-	if p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || strings.ContainsAny(text, "(`") {
+	if p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || strings.ContainsAny(text, "(`\"'") {
 		return true
 	}
 	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps {

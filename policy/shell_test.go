@@ -127,6 +127,8 @@ func TestShellConstructs(t *testing.T) {
 		{"rules", "echo @(a|b).txt", "deny"}, // an extended glob: parentheses count as code
 		{"rules", "$'npm' install", "deny"},
 		{"rules", "a=(x y) echo hi", "deny"},
+		{"bare", "a=(rm -rf /)", "deny"},
+		{"bare", "rm\r -rf /", "deny"},
 		{"bare", "while read l; do echo $l; done <<EOF\nrm -rf /\nEOF", "deny"},
 		{"bare", "git push{,}", "deny"},
 		{"rules", "{echo,hi}", "deny"},
