@@ -172,12 +172,16 @@ func (w *walker) stmt(s *syntax.Stmt, direct bool) {
 	if s == nil {
 		return
 	}
-	if w.level >= maxDepth {
-		w.fail(fmt.Errorf("shell statements nested more than %d levels deep", maxDepth))
-		return
+	if _, chain := s.Cmd.(*syntax.BinaryCmd); !chain {
+		// a && b && ... nests in the tree but not in the text: only
+		// other nesting counts.
+		if w.level >= maxDepth {
+			w.fail(fmt.Errorf("shell statements nested more than %d levels deep", maxDepth))
+			return
+		}
+		w.level++
+		defer func() { w.level-- }()
 	}
-	w.level++
-	defer func() { w.level-- }()
 	switch c := s.Cmd.(type) {
 	case nil:
 		w.simple(s, nil, nil, nil, direct)

@@ -224,6 +224,18 @@ func TestShellLimits(t *testing.T) {
 	}
 }
 
+// TestShellLongChains checks that long lists and pipelines, which the
+// parser nests in its tree, are not taken for deep nesting.
+func TestShellLongChains(t *testing.T) {
+	p := mustCompile(t, shellSpecs["rules"])
+	for _, op := range []string{" && ", " || ", " | ", "; ", "\n"} {
+		cmd := strings.Repeat("go test ./..."+op, 2000) + "echo done"
+		if d := p.Decide(bashCall(cmd)); !d.Allow {
+			t.Errorf("2000 commands joined by %q: %+v, want allowed", op, d)
+		}
+	}
+}
+
 // FuzzShellParserNotMorePermissive decides generated commands with the
 // parser and with the old hand-written lexer (oldshell_test.go) under
 // several policies: the parser's decision may be stricter, never wider
