@@ -101,6 +101,9 @@ type walker struct {
 	src   string // the text whose tree is walked, for words as written
 	depth int    // how many times code was parsed again to get here
 	level int    // statements nested within this parse
+	// scanning is set while data is searched for commands: data within
+	// it is not searched again, which would cost exponential time.
+	scanning bool
 }
 
 // fail records the first error and makes the line opaque.
@@ -123,7 +126,7 @@ func (w *walker) parse(s string, depth int, direct bool) {
 		return
 	case parenDepth(s) > maxDepth:
 		// The parser takes long on thousands of nested parentheses.
-		w.fail(fmt.Errorf("parentheses nested more than %d levels deep", maxDepth))
+		w.fail(fmt.Errorf("parentheses or braces nested more than %d levels deep", maxDepth))
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
@@ -131,21 +134,26 @@ func (w *walker) parse(s string, depth int, direct bool) {
 		w.fail(err)
 		return
 	}
-	sub := &walker{out: w.out, src: s, depth: depth}
+	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
 }
 
-// parenDepth is how deeply parentheses nest in s, quotes ignored: an upper
-// bound of the nesting the parser sees.
+// parenDepth is how deeply parentheses or braces nest in s, quotes
+// ignored: an upper bound of the nesting the parser sees.
 func parenDepth(s string) int {
-	depth, deepest := 0, 0
+	parens, braces, deepest := 0, 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '(':
-			depth++
-			deepest = max(deepest, depth)
+			parens++
+			deepest = max(deepest, parens)
 		case ')':
-			depth = max(depth-1, 0)
+			parens = max(parens-1, 0)
+		case '{':
+			braces++
+			deepest = max(deepest, braces)
+		case '}':
+			braces = max(braces-1, 0)
 		}
 	}
 	return deepest
@@ -502,12 +510,12 @@ func (w *walker) stdin(r *syntax.Redirect, interp bool) {
 // commands deny rules should see: the whole when it parses, else each line
 // that does.
 func (w *walker) scanData(body string) {
-	if w.depth+1 > maxNesting {
+	if w.depth+1 > maxNesting || w.scanning {
 		return
 	}
 	try := func(s string) bool {
 		var p parsedShell
-		(&walker{out: &p}).parse(s, w.depth+1, false)
+		(&walker{out: &p, scanning: true}).parse(s, w.depth+1, false)
 		if p.err != nil {
 			return false
 		}
@@ -564,8 +572,11 @@ func (w *walker) assign(a *syntax.Assign) (string, bool) {
 		// a[i]=x evaluates i as arithmetic; a=(...) is a list: neither
 		// is plain text to a rule.
 		code = true
-		w.hiddenNode(a)
+		if a.Index != nil {
+			w.hiddenNode(a.Index)
+		}
 		if a.Array != nil {
+			w.hiddenNode(a.Array)
 			// The lexer before this parser read (...) as a subshell.
 			w.scanData(strings.TrimSuffix(strings.TrimPrefix(w.text(a.Array), "("), ")"))
 		}
@@ -644,13 +655,12 @@ func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo
 		}
 	case *syntax.ParamExp:
 		wi.param = true
-		b.WriteString(w.text(p))
-		if riskyParam(p, w.text(p)) {
+		text := w.text(p)
+		b.WriteString(text)
+		if riskyParam(p, text) {
 			wi.code = true
 		}
-		if !quiet {
-			w.hiddenNode(p)
-		}
+		w.paramWords(p, wi, quiet)
 	case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
 		wi.code = true
 		b.WriteString(w.text(p))
@@ -668,6 +678,36 @@ func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo
 	}
 }
 
+// paramWords walks the words inside a parameter expansion (${x:-word},
+// ${x/a/b}, subscripts and slices), each once, so that nesting costs
+// linear time.
+func (w *walker) paramWords(p *syntax.ParamExp, wi *wordInfo, quiet bool) {
+	var words []*syntax.Word
+	if p.Exp != nil {
+		words = append(words, p.Exp.Word)
+	}
+	if p.Repl != nil {
+		words = append(words, p.Repl.Orig, p.Repl.With)
+	}
+	for _, word := range words {
+		if word != nil && w.word(word, quiet).code {
+			wi.code = true
+		}
+	}
+	if quiet {
+		return
+	}
+	arith := []syntax.ArithmExpr{p.Index}
+	if p.Slice != nil {
+		arith = append(arith, p.Slice.Offset, p.Slice.Length)
+	}
+	for _, n := range arith {
+		if n != nil {
+			w.hiddenNode(n)
+		}
+	}
+}
+
 // riskyParam reports a parameter expansion that can run code or whose
 // value rules cannot read: indirection (${!x}), subscripts and slices
 // (arithmetic), transformations such as ${x@P} (prompt expansion runs
@@ -677,18 +717,9 @@ func riskyParam(p *syntax.ParamExp, text string) bool {
 	if p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || strings.ContainsAny(text, "(`\"'") {
 		return true
 	}
-	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps {
-		return true
-	}
-	risky := false
-	syntax.Walk(p, func(n syntax.Node) bool {
-		switch n.(type) {
-		case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
-			risky = true
-		}
-		return !risky
-	})
-	return risky
+	// Substitutions inside are caught by the parentheses and backquotes
+	// they are written with.
+	return p.Exp != nil && p.Exp.Op == syntax.OtherParamOps
 }
 
 // unescape removes the backslashes of unquoted text: \x is x, and a

@@ -217,9 +217,23 @@ func TestShellLimits(t *testing.T) {
 	for range maxNesting + 2 {
 		shells = "sh -c " + strconv.Quote(shells)
 	}
-	for _, cmd := range []string{deep, strings.Repeat("(", 100000), shells, strings.Repeat("x", maxShellLen+1)} {
+	for _, cmd := range []string{deep, strings.Repeat("(", 100000), strings.Repeat("${a:-", 50000), shells, strings.Repeat("x", maxShellLen+1)} {
 		if d := p.Decide(bashCall(cmd)); d.Allow {
 			t.Errorf("Decide(%.40q...) = %+v, want denied", cmd, d)
+		}
+	}
+	// Within the bounds, nesting must cost linear time, not double per
+	// level (each of these would take 2^150 steps if it did).
+	for _, unit := range []string{"a[0]=$(", "echo ${a:-$(", "x=(a $("} {
+		cmd := strings.Repeat(unit, 150) + "rm -rf /" + strings.Repeat(")", 150)
+		if strings.Contains(unit, "{") {
+			cmd = strings.Repeat(unit, 90) + "rm -rf /" + strings.Repeat(")}", 90)
+		}
+		if unit == "x=(a $(" {
+			cmd = strings.Repeat(unit, 90) + "rm -rf /" + strings.Repeat("))", 90)
+		}
+		if d := p.Decide(bashCall(cmd)); d.Allow || d.Rule != "Bash(rm -rf *)" {
+			t.Errorf("Decide(%.40q...) = %+v, want denied by the rm rule", cmd, d)
 		}
 	}
 }
