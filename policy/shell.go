@@ -124,6 +124,11 @@ func (w *walker) parse(s string, depth int, direct bool) {
 	case len(s) > maxShellLen:
 		w.fail(fmt.Errorf("command longer than %d bytes", maxShellLen))
 		return
+	case strings.IndexByte(s, 0) >= 0:
+		// The parser stops reading at a NUL byte; what follows would go
+		// unseen.
+		w.fail(fmt.Errorf("command contains a NUL byte"))
+		return
 	case parenDepth(s) > maxDepth:
 		// The parser takes long on thousands of nested parentheses.
 		w.fail(fmt.Errorf("parentheses or braces nested more than %d levels deep", maxDepth))

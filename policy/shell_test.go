@@ -191,7 +191,7 @@ func TestShellConstructs(t *testing.T) {
 // denied when deny rules apply to Bash (they cannot be checked), otherwise
 // allowed only by a bare Bash rule.
 func TestShellUnparsable(t *testing.T) {
-	for _, cmd := range []string{`echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"} {
+	for _, cmd := range []string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"} {
 		t.Run(cmd, func(t *testing.T) {
 			d := mustCompile(t, shellSpecs["bare"]).Decide(bashCall(cmd))
 			if d.Allow || d.Rule != UnparsableRule || !strings.Contains(d.Message, "does not parse") {
