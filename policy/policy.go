@@ -41,16 +41,25 @@
 // say), then allow rules, then the default. The default is "deny" when the
 // policy has allow rules and "allow" when it has none, unless set.
 //
-// Bash commands are split into their simple commands at ;, &, &&, ||, |, |&
-// and newlines (quotes, escapes, comments and heredocs are understood). A
-// deny rule that matches any part, including code inside $(...), backticks,
-// subshells, heredocs, bash -c '...' and eval, denies the whole command;
-// deny rules also see the command with VAR=value prefixes, wrappers
-// (timeout, nice, nohup, xargs, sudo, env, find -exec ...) and directory
-// prefixes (/bin/rm) removed. An allow needs every part allowed. A command
-// that runs code no rule can see (command or process substitution,
-// subshells, shells and eval, loops and case, a command name taken from a
-// variable) is allowed only by a bare Bash rule. Parts that only move the
+// Bash commands are parsed with bash's grammar (mvdan.cc/sh, the parser of
+// shfmt) and split into their simple commands: those joined by ;, &, &&,
+// ||, |, |& and newlines, and those in { } blocks and the conditions and
+// bodies of if, while and until. A deny rule that matches any part,
+// including code inside $(...), backticks, <(...), subshells, loop, case
+// and function bodies, here-documents, bash -c '...' and eval strings
+// (parsed again, up to 8 levels), denies the whole command; deny rules
+// also see the command with VAR=value prefixes, wrappers (timeout, nice,
+// nohup, xargs, sudo, env, find -exec ...) and directory prefixes (/bin/rm)
+// removed, with ANSI-C quotes decoded, a brace-expanded command name
+// ({rm,-rf,/}) expanded, and a command name that is a glob (/bin/r?) read
+// as the rule's command name when it matches it. A command that does not parse as bash is denied
+// when the policy has deny rules for Bash (they could not be checked), and
+// otherwise allowed only by a bare Bash rule. An allow needs every part
+// allowed. A command that runs code no rule can see (command, process or
+// arithmetic substitution, subshells, shells and eval, for, case,
+// functions, [[ ]], coproc, a here-document that expands $(...)) or whose
+// command name is not known before it runs ($CMD, "$CMD", $(which go), a
+// glob) is allowed only by a bare Bash rule. Parts that only move the
 // shell (cd dir, pwd, true, false, :) need no rule of their own, but a
 // command made only of them is left to the default. An output redirection to a
 // file (> out.txt, not 2>&1 or >/dev/null) is allowed only by a rule that
@@ -188,7 +197,8 @@ type Decision struct {
 	UpdatedInput json.RawMessage
 	// Rule is the text of the rule that decided ("Bash(go test *)"; for a
 	// compound command the allow rules that matched, joined by ", "), or
-	// "default" when no rule did.
+	// "default" when no rule did, or "unparsable" for a Bash command
+	// denied because it does not parse while deny rules apply to Bash.
 	Rule string
 	// Message explains a denial to the model; empty when allowed.
 	Message string
@@ -196,6 +206,11 @@ type Decision struct {
 
 // DefaultRule is Decision.Rule when no rule matched.
 const DefaultRule = "default"
+
+// UnparsableRule is Decision.Rule when a Bash command was denied because it
+// does not parse as bash and the policy has deny rules for Bash, which
+// could then not be checked.
+const UnparsableRule = "unparsable"
 
 // input holds the tool input fields the rules look at.
 type input struct {
@@ -430,7 +445,8 @@ func (r *rule) matchAll(ts []target) bool {
 
 // decideBash applies the rules to a shell command.
 func (p *Policy) decideBash(cmdline string) Decision {
-	parsed := parseShell(cmdline, 0)
+	parsed := parseShell(cmdline)
+	bashDeny := false
 	for i := range p.deny {
 		r := &p.deny[i]
 		if !r.appliesTo("Bash") {
@@ -439,9 +455,15 @@ func (p *Policy) decideBash(cmdline string) Decision {
 		if r.kind != kindBash {
 			return p.denied(r.text, fmt.Sprintf("Bash calls match deny rule %q", r.text))
 		}
-		if part, ok := denyMatch(&r.bash, parsed, 0); ok {
+		bashDeny = true
+		if part, ok := denyMatch(&r.bash, parsed); ok {
 			return p.denied(r.text, fmt.Sprintf("%q matches deny rule %q", clip(part), r.text))
 		}
+	}
+	if parsed.err != nil && bashDeny {
+		// Deny rules cannot be checked against text that does not parse
+		// (bash may still run its first lines): fail closed.
+		return p.denied(UnparsableRule, fmt.Sprintf("the command does not parse as bash (%v), so the deny rules cannot be checked; rewrite it", parsed.err))
 	}
 	var bashRules []*rule
 	for i := range p.allow {
@@ -457,8 +479,11 @@ func (p *Policy) decideBash(cmdline string) Decision {
 	if len(bashRules) == 0 {
 		return p.byDefault("no allow rule matches this Bash call")
 	}
+	if parsed.err != nil {
+		return p.byDefault(fmt.Sprintf("the command does not parse as bash (%v); only a bare Bash rule allows it", parsed.err))
+	}
 	if parsed.opaque {
-		return p.byDefault("the command runs code that rules cannot inspect (subshell, substitution or unparsable text); only a bare Bash rule allows it")
+		return p.byDefault("the command runs code that rules cannot inspect (subshell, substitution, loop, function or here-document); only a bare Bash rule allows it")
 	}
 	if len(parsed.cmds) == 0 {
 		return p.byDefault("the command is empty")
@@ -466,7 +491,7 @@ func (p *Policy) decideBash(cmdline string) Decision {
 	var used []string
 	for _, c := range parsed.cmds {
 		if c.opaque {
-			return p.byDefault(fmt.Sprintf("%q runs code that rules cannot inspect (substitution, subshell, shell, eval, loop); only a bare Bash rule allows it", clip(c.text())))
+			return p.byDefault(fmt.Sprintf("%q runs code that rules cannot inspect (substitution, shell, eval, or a command name not known before it runs); only a bare Bash rule allows it", clip(c.text())))
 		}
 		if neutral(c) {
 			continue
@@ -560,6 +585,9 @@ func denyCandidates(c command) []string {
 	}
 	add(c.raw)
 	add(c.words)
+	for _, alt := range c.alt {
+		add(alt)
+	}
 	n, _ := unwrapN(c.words)
 	add(c.raw[n:])
 	add(c.words[n:])
@@ -580,23 +608,38 @@ func denyCandidates(c command) []string {
 
 // denyMatch reports the first part of a parsed command line, nested code
 // included, that the pattern matches.
-func denyMatch(b *bashPattern, p parsedShell, depth int) (string, bool) {
-	for _, c := range p.cmds {
-		for _, s := range denyCandidates(c) {
-			if b.match(s) {
-				return s, true
+func denyMatch(b *bashPattern, p parsedShell) (string, bool) {
+	for _, cmds := range [][]command{p.cmds, p.nested} {
+		for _, c := range cmds {
+			for _, s := range denyCandidates(c) {
+				if b.match(s) {
+					return s, true
+				}
+				if s, ok := globNamed(b, s); ok && b.match(s) {
+					return s, true
+				}
 			}
 		}
 	}
-	if depth >= maxNesting {
+	return "", false
+}
+
+// globNamed rewrites a candidate whose command name is a glob (/bin/r? runs
+// /bin/rm) with the pattern's literal command name when the glob matches
+// it, so that the deny rule sees what the glob may run.
+func globNamed(b *bashPattern, s string) (string, bool) {
+	name, rest, hasRest := strings.Cut(s, " ")
+	if b.name == "" || !hasGlob(name) || strings.Trim(path.Base(name), "*?") == "" {
+		// A bare * is an argument list far more often than a command.
 		return "", false
 	}
-	for _, n := range p.nested {
-		if part, ok := denyMatch(b, parseShell(n, depth+1), depth+1); ok {
-			return part, true
-		}
+	if ok, _ := path.Match(path.Base(name), b.name); !ok {
+		return "", false
 	}
-	return "", false
+	if !hasRest {
+		return b.name, true
+	}
+	return b.name + " " + rest, true
 }
 
 // denied builds a denial by rule.

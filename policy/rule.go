@@ -170,16 +170,22 @@ type bashPattern struct {
 	prefix string
 	re     *regexp.Regexp
 	writes bool // the rule itself mentions a redirection, so it may allow one
+	// name is the pattern's command name when it is literal ("rm" in
+	// "rm -rf *"): deny rules try it for a command name that is a glob.
+	name string
 }
 
 func compileBash(spec string) (bashPattern, error) {
 	var b bashPattern
 	// A rule matches one simple command; an operator in it would never match.
 	probe := strings.NewReplacer(`\*`, "x", "*", "x").Replace(spec)
-	if p := parseShell(probe, 0); len(p.cmds) > 1 {
+	if p := parseShell(probe); len(p.cmds) > 1 {
 		return b, errors.New("the pattern contains a shell operator (&&, ||, ;, |, &, newline): compound commands are split and each part is matched on its own, so write one rule per command")
 	}
 	b.writes = strings.Contains(spec, ">")
+	if name, _, _ := strings.Cut(strings.TrimSpace(strings.TrimSuffix(spec, ":*")), " "); !strings.ContainsAny(name, `*\`) {
+		b.name = name
+	}
 	if pre, ok := strings.CutSuffix(spec, ":*"); ok && !hasUnescapedStar(pre) {
 		pre = strings.TrimSpace(pre)
 		if pre == "" {

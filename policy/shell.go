@@ -1,21 +1,44 @@
 package policy
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// A shell command is matched part by part. The lexer below understands just
-// enough of POSIX sh/bash to find where one simple command ends and the next
-// begins (;, &, &&, ||, |, |&, newline), which words are quoted, and which
-// constructs run code that no rule can see (command and process substitution,
-// subshells, heredocs, eval, shells started with -c). It never executes
-// anything and never fails: text it does not understand makes the command
-// opaque, which only a bare Bash rule may allow.
+// A shell command is matched part by part. It is parsed with mvdan.cc/sh,
+// the Go ecosystem's bash parser (shfmt's), and its syntax tree walked for
+// the simple commands it runs. Simple commands at the top of the line, in
+// pipelines, lists, { } blocks and the bodies of if, while and until are
+// matched by allow rules; everything else that runs code (command and
+// process substitution, subshells, for and case bodies, functions, [[ ]],
+// arithmetic, coproc, here-documents fed to a shell, bash -c and eval
+// strings parsed again) makes the command opaque, which only a bare Bash
+// rule may allow, and is still searched by deny rules. A command word that
+// is not known before the shell runs ($X, "$X", $(...), globs, brace
+// expansion) makes its command opaque too. Text that does not parse is an
+// error: the decision fails closed.
 
-// maxNesting bounds the recursion into $(...), backticks and bash -c strings
-// so that adversarial input cannot exhaust the stack.
+// maxNesting bounds the bash -c, sh -c and eval strings parsed again inside
+// each other, so that adversarial input cannot loop or exhaust the stack;
+// deeper code is an error.
 const maxNesting = 8
+
+// maxDepth bounds how deeply statements may nest within one parse (each
+// $(...), ( ), { } or if is a level); deeper input is an error.
+const maxDepth = 200
+
+// maxShellLen bounds the command length parsed; a longer command is an
+// error. The Bash tool's input is far smaller in practice.
+const maxShellLen = 1 << 20
+
+// maxBraceWords bounds the words a brace expansion in a command name may
+// produce for deny rules.
+const maxBraceWords = 64
 
 // command is one simple command of a shell command line.
 type command struct {
@@ -23,33 +46,31 @@ type command struct {
 	words  []string // the words with quotes and escapes removed
 	writes bool     // has an output redirection to a file
 	opaque bool     // runs code that cannot be matched textually
+	// alt lists other spellings of the command for deny rules only: its
+	// command name brace-expanded, or its words with every quote and
+	// backslash dropped.
+	alt [][]string
 }
 
 // text is the command as matched by Bash rules: its words as written, joined
 // by single spaces.
 func (c command) text() string { return strings.Join(c.raw, " ") }
 
-// parsedShell is the result of lexing a command line.
+// parsedShell is the result of parsing a command line.
 type parsedShell struct {
+	// cmds are the simple commands the line runs itself; allow rules must
+	// match every one.
 	cmds []command
-	// nested holds code run indirectly: the bodies of $(...), backticks,
-	// <(...), subshells, heredocs, bash -c strings and eval arguments. Deny
-	// rules are checked against it too.
-	nested []string
-	opaque bool // something could not be understood or runs hidden code
-}
-
-// shellReserved are words that start or end compound commands; they are
-// stripped from the front of a simple command so that `if rm -rf /; then`
-// is matched as `rm -rf /`.
-var shellReserved = map[string]bool{
-	"if": true, "then": true, "else": true, "elif": true, "fi": true,
-	"do": true, "done": true, "while": true, "until": true,
-	"{": true, "}": true, "!": true,
+	// nested are the simple commands in code run indirectly: substitutions,
+	// subshells, loop and function bodies, here-documents, bash -c strings
+	// and eval arguments. Only deny rules look at them.
+	nested []command
+	opaque bool  // something runs hidden code
+	err    error // the line (or code in it) does not parse: fail closed
 }
 
 // shellOpaqueStart are words that begin constructs whose body is not a plain
-// simple command.
+// simple command; as a command name they make it opaque.
 var shellOpaqueStart = map[string]bool{
 	"for": true, "case": true, "esac": true, "select": true, "function": true,
 	"[[": true, "]]": true, "coproc": true,
@@ -61,136 +82,689 @@ var shellInterpreters = map[string]bool{
 	"fish": true, "ash": true, "busybox": true, "eval": true, "source": true, ".": true,
 }
 
-// tokKind tells words, operators and redirections apart.
-type tokKind int
-
-const (
-	tokWord tokKind = iota
-	tokSep
-	tokRedir
-)
-
-type token struct {
-	kind   tokKind
-	raw    string // as written
-	val    string // word value without quotes (words and redirection targets)
-	op     string // redirection operator or separator
-	opaque bool   // contains a substitution or other hidden code
-	start  int    // byte offset where the token begins
-}
-
-// lexer turns a command line into tokens and collects nested code.
-type lexer struct {
-	s        string
-	i        int
-	toks     []token
-	nested   []string
-	opaque   bool
-	heredocs []heredoc
-}
-
-type heredoc struct {
-	delim  string
-	quoted bool
-	strip  bool // <<- strips leading tabs
-	at     int  // index of the redirection token
-}
-
-// parseShell lexes s into simple commands.
-func parseShell(s string, depth int) parsedShell {
-	var p parsedShell
-	if depth > maxNesting {
-		p.opaque = true
-		return p
-	}
-	lx := &lexer{s: s}
-	lx.run()
-	p.opaque = lx.opaque
-	p.nested = lx.nested
-
-	var cur []token
-	flush := func() {
-		if c, ok := buildCommand(cur); ok {
-			p.cmds = append(p.cmds, c)
+// parseShell parses the command line s. It never panics: a parser or walker
+// panic is reported as an error, which fails closed.
+func parseShell(s string) (p parsedShell) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = parsedShell{opaque: true, err: fmt.Errorf("parse shell: %v", r)}
 		}
-		cur = cur[:0]
-	}
-	for _, t := range lx.toks {
-		if t.kind == tokSep {
-			flush()
-			continue
-		}
-		cur = append(cur, t)
-	}
-	flush()
-
-	// Code hidden in eval and shell -c strings is looked at for deny rules,
-	// also where another command starts the shell (xargs sh -c, find -exec
-	// bash -c, sudo bash -c).
-	for _, c := range p.cmds {
-		w := unwrap(c.words)
-		if len(w) > 0 && w[0] == "eval" {
-			p.nested = append(p.nested, strings.Join(w[1:], " "))
-		}
-		for i := 0; i < len(w) && i <= maxTails; i++ {
-			if name := path.Base(w[i]); !shellInterpreters[name] || name == "." || name == "source" || name == "eval" {
-				continue
-			}
-			for j := i + 1; j+1 < len(w) && strings.HasPrefix(w[j], "-"); j++ {
-				if !strings.HasPrefix(w[j], "--") && strings.Contains(w[j], "c") {
-					p.nested = append(p.nested, w[j+1])
-					break
-				}
-			}
-		}
-	}
+	}()
+	w := &walker{out: &p}
+	w.parse(s, 0, true)
 	return p
 }
 
-// buildCommand turns the tokens of one simple command into a command.
-func buildCommand(toks []token) (command, bool) {
-	var c command
-	for _, t := range toks {
-		if t.opaque {
-			c.opaque = true
-		}
-		switch t.kind {
-		case tokWord:
-			c.raw = append(c.raw, t.raw)
-			c.words = append(c.words, t.val)
-		case tokRedir:
-			if harmlessRedirect(t) {
-				continue
-			}
-			if strings.Contains(t.op, ">") {
-				c.writes = true
-			}
-			// Kept in both lists so that raw and words stay aligned.
-			c.raw = append(c.raw, t.raw)
-			c.words = append(c.words, t.raw)
+// walker collects the commands of a syntax tree into out.
+type walker struct {
+	out   *parsedShell
+	src   string // the text whose tree is walked, for words as written
+	depth int    // how many times code was parsed again to get here
+	level int    // statements nested within this parse
+	// scanning is set while data is searched for commands: data within
+	// it is not searched again, which would cost exponential time.
+	scanning bool
+}
+
+// fail records the first error and makes the line opaque.
+func (w *walker) fail(err error) {
+	w.out.opaque = true
+	if w.out.err == nil {
+		w.out.err = err
+	}
+}
+
+// parse parses s, code found at re-parse depth depth, and walks it. direct
+// says whether its commands are run by the line itself.
+func (w *walker) parse(s string, depth int, direct bool) {
+	switch {
+	case depth > maxNesting:
+		w.fail(fmt.Errorf("shell code nested more than %d levels deep (bash -c, eval)", maxNesting))
+		return
+	case len(s) > maxShellLen:
+		w.fail(fmt.Errorf("command longer than %d bytes", maxShellLen))
+		return
+	case strings.IndexByte(s, 0) >= 0:
+		// The parser stops reading at a NUL byte; what follows would go
+		// unseen.
+		w.fail(fmt.Errorf("command contains a NUL byte"))
+		return
+	case parenDepth(s) > maxDepth:
+		// The parser takes long on thousands of nested parentheses.
+		w.fail(fmt.Errorf("parentheses or braces nested more than %d levels deep", maxDepth))
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
+	sub.stmts(f.Stmts, direct)
+}
+
+// parenDepth is how deeply parentheses or braces nest in s, quotes
+// ignored: an upper bound of the nesting the parser sees.
+func parenDepth(s string) int {
+	parens, braces, deepest := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			parens++
+			deepest = max(deepest, parens)
+		case ')':
+			parens = max(parens-1, 0)
+		case '{':
+			braces++
+			deepest = max(deepest, braces)
+		case '}':
+			braces = max(braces-1, 0)
 		}
 	}
-	// Strip reserved words in front: `then rm -rf x` runs `rm -rf x`.
-	for len(c.words) > 0 && shellReserved[c.words[0]] && c.raw[0] == c.words[0] {
-		c.words, c.raw = c.words[1:], c.raw[1:]
+	return deepest
+}
+
+// text is the source of a node as written.
+func (w *walker) text(n syntax.Node) string {
+	start, end := n.Pos().Offset(), n.End().Offset()
+	if start > end || end > uint(len(w.src)) {
+		return ""
+	}
+	return w.src[start:end]
+}
+
+func (w *walker) stmts(ss []*syntax.Stmt, direct bool) {
+	for _, s := range ss {
+		w.stmt(s, direct)
+	}
+}
+
+// stmt walks one statement; direct says whether its simple commands are
+// run by the line itself (and so matched by allow rules).
+func (w *walker) stmt(s *syntax.Stmt, direct bool) {
+	if s == nil {
+		return
+	}
+	if _, chain := s.Cmd.(*syntax.BinaryCmd); !chain {
+		// a && b && ... nests in the tree but not in the text: only
+		// other nesting counts.
+		if w.level >= maxDepth {
+			w.fail(fmt.Errorf("shell statements nested more than %d levels deep", maxDepth))
+			return
+		}
+		w.level++
+		defer func() { w.level-- }()
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+		w.simple(s, nil, nil, nil, direct)
+	case *syntax.CallExpr:
+		w.simple(s, nil, c.Assigns, c.Args, direct)
+	case *syntax.DeclClause:
+		// export X=1, local y: a simple command to the rules.
+		w.simple(s, []string{c.Variant.Value}, c.Args, nil, direct)
+	case *syntax.TimeClause:
+		w.timed(s, c, direct)
+	case *syntax.BinaryCmd:
+		w.compoundRedirs(s)
+		w.stmt(c.X, direct)
+		w.stmt(c.Y, direct)
+	case *syntax.Block:
+		w.compoundRedirs(s)
+		w.stmts(c.Stmts, direct)
+	case *syntax.IfClause:
+		w.compoundRedirs(s)
+		for ic := c; ic != nil; ic = ic.Else {
+			w.stmts(ic.Cond, direct)
+			w.stmts(ic.Then, direct)
+		}
+	case *syntax.WhileClause:
+		w.compoundRedirs(s)
+		w.stmts(c.Cond, direct)
+		w.stmts(c.Do, direct)
+	default:
+		// Subshells, for, case, functions, [[ ]], (( )), let, coproc:
+		// hidden from allow rules, searched by deny rules.
+		w.out.opaque = true
+		w.compoundRedirs(s)
+		w.hiddenNode(c)
+	}
+}
+
+// hiddenNode walks a compound command whose commands are not run directly.
+func (w *walker) hiddenNode(n syntax.Node) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			w.stmt(n, false)
+			return false
+		case *syntax.Word:
+			w.word(n, false)
+			return false
+		}
+		return true
+	})
+}
+
+// timed walks `time [-p] cmd`, matched as the command with "time" in front
+// (a wrapper that allow rules see through).
+func (w *walker) timed(s *syntax.Stmt, c *syntax.TimeClause, direct bool) {
+	prefix := []string{"time"}
+	if c.PosixFormat {
+		prefix = append(prefix, "-p")
+	}
+	in := c.Stmt
+	if in == nil {
+		w.simple(s, prefix, nil, nil, direct)
+		return
+	}
+	call, ok := in.Cmd.(*syntax.CallExpr)
+	if !ok && in.Cmd != nil || in.Negated || in.Background {
+		w.out.opaque = true
+		w.compoundRedirs(s)
+		w.stmt(in, false)
+		return
+	}
+	merged := *in
+	merged.Redirs = append(slices.Clone(in.Redirs), s.Redirs...)
+	var assigns []*syntax.Assign
+	var args []*syntax.Word
+	if call != nil {
+		assigns, args = call.Assigns, call.Args
+	}
+	w.simple(&merged, prefix, assigns, args, direct)
+}
+
+// compoundRedirs handles the redirections of a compound command: harmless
+// ones are ignored, others make the line opaque (no rule names them), and
+// here-document bodies are searched.
+func (w *walker) compoundRedirs(s *syntax.Stmt) {
+	for _, r := range s.Redirs {
+		var c command
+		if !w.redirect(r, &c) {
+			w.out.opaque = true
+		}
+		w.stdin(r, false)
+	}
+}
+
+// item is one word, assignment or redirection of a simple command, in
+// source order.
+type item struct {
+	at       uint
+	raw, val string
+}
+
+// simple builds one simple command from its parts: prefix words (a
+// declaration's keyword, "time"), assignments, arguments and redirections.
+func (w *walker) simple(s *syntax.Stmt, prefix []string, assigns []*syntax.Assign, args []*syntax.Word, direct bool) {
+	var c command
+	var items []item
+	for _, a := range assigns {
+		val, code := w.assign(a)
+		c.opaque = c.opaque || code
+		items = append(items, item{a.Pos().Offset(), w.text(a), val})
+	}
+	var name wordInfo
+	for i, a := range args {
+		wi := w.word(a, false)
+		if i == 0 {
+			name = wi
+		}
+		c.opaque = c.opaque || wi.code
+		items = append(items, item{a.Pos().Offset(), w.text(a), wi.val})
+	}
+	for _, p := range prefix {
+		c.raw, c.words = append(c.raw, p), append(c.words, p)
+	}
+	// Redirections are kept where they were written: cat < in.txt.
+	for _, r := range s.Redirs {
+		if !w.redirect(r, &c) {
+			items = append(items, item{r.Pos().Offset(), w.redirText(r), w.redirText(r)})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return int(a.at) - int(b.at) })
+	for _, it := range items {
+		c.raw, c.words = append(c.raw, it.raw), append(c.words, it.val)
 	}
 	if len(c.raw) == 0 {
-		return c, false
+		return
 	}
-	if len(c.words) > 0 {
-		first := c.words[0]
-		if shellOpaqueStart[first] || strings.HasPrefix(c.raw[0], "$") || strings.HasPrefix(first, "((") {
-			c.opaque = true
-		}
-		if shellInterpreters[path.Base(unwrapFirst(c.words))] {
-			c.opaque = true
-		}
-		// `f() { ...; }` defines a function whose body runs later.
-		if strings.HasSuffix(first, "()") {
+	w.classify(&c, name, args)
+	// Here-documents and here-strings go to the command's stdin: code
+	// when the command is a shell.
+	interp := len(c.words) > 0 && shellInterpreters[path.Base(unwrapFirst(c.words))]
+	for _, r := range s.Redirs {
+		w.stdin(r, interp)
+	}
+	w.hidden(c)
+	if direct {
+		w.out.cmds = append(w.out.cmds, c)
+	} else {
+		w.out.nested = append(w.out.nested, c)
+	}
+}
+
+// classify marks a command opaque when its name is not known before it
+// runs, or it starts a construct or a shell, and lists the other spellings
+// deny rules see.
+func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
+	first := c.words[0]
+	if shellOpaqueStart[first] || strings.HasPrefix(c.raw[0], "$") || strings.HasPrefix(first, "((") ||
+		strings.HasSuffix(first, "()") || shellInterpreters[path.Base(unwrapFirst(c.words))] {
+		c.opaque = true
+	}
+	if len(args) > 0 && !name.static() {
+		c.opaque = true
+	}
+	// The name after assignments and wrappers (timeout 5 $CMD) must be
+	// known as well.
+	if n, _ := unwrapN(c.words); n < len(c.words) && n > 0 {
+		if strings.ContainsAny(c.raw[n], "$`*?[{") {
 			c.opaque = true
 		}
 	}
-	return c, true
+	if len(args) > 0 && name.brace && !name.param && !name.code {
+		if exp := braceWords(args[0]); len(exp) > 0 {
+			var ws []string
+			for _, a := range args[1:] {
+				ws = append(ws, w.word(a, true).val)
+			}
+			c.alt = append(c.alt, append(exp, ws...))
+		}
+	}
+	if !slices.ContainsFunc(c.raw, func(r string) bool { return strings.ContainsAny(r, "'\"\\\r") }) {
+		return
+	}
+	// Quotes and backslashes dropped, carriage returns taken as spaces:
+	// the words as the lexer policy used before this parser read them, so
+	// that no deny rule it applied is lost.
+	loose := strings.Fields(strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\':
+			return -1
+		case '\r':
+			return ' '
+		}
+		return r
+	}, strings.Join(c.raw, " ")))
+	if len(loose) > 0 {
+		c.alt = append(c.alt, loose)
+	}
+}
+
+// braceWords brace-expands a command name ({rm,-rf,/} runs rm -rf /) into
+// at most maxBraceWords literal words; nil when it cannot.
+func braceWords(word *syntax.Word) []string {
+	cp := &syntax.Word{Parts: slices.Clone(word.Parts)}
+	if !syntax.SplitBraces(cp) {
+		return nil
+	}
+	var out []string
+	for ew, err := range expand.BracesSeq(nil, cp) {
+		if err != nil || len(out) >= maxBraceWords {
+			return nil
+		}
+		s, err := expand.Literal(nil, ew)
+		if err != nil {
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// redirText is a redirection as written, without a here-document's body.
+func (w *walker) redirText(r *syntax.Redirect) string {
+	if r.Word == nil || len(r.Word.Parts) == 0 {
+		return r.Op.String()
+	}
+	start, end := r.Pos().Offset(), r.Word.End().Offset()
+	if start > end || end > uint(len(w.src)) {
+		return r.Op.String()
+	}
+	return w.src[start:end]
+}
+
+// redirect inspects one redirection: it reports whether it is harmless (fd
+// duplication, /dev/null), sets c.writes for an output to a file, and walks
+// code in its target.
+func (w *walker) redirect(r *syntax.Redirect, c *command) bool {
+	var target wordInfo
+	if r.Word != nil {
+		target = w.word(r.Word, false)
+	}
+	if r.Hdoc != nil && hdocCode(r.Hdoc) {
+		// An unquoted body expands $(...), `...` and ${...}.
+		c.opaque = true
+		w.out.opaque = true
+		w.word(r.Hdoc, false)
+	}
+	if target.code {
+		c.opaque = true
+		return false
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return false
+	case syntax.DplIn, syntax.DplOut:
+		if target.val == "-" || isDigits(target.val) {
+			return true
+		}
+	}
+	switch target.val {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin":
+		return true
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.DplOut, syntax.RdrClob,
+		syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		c.writes = true
+	}
+	return false
+}
+
+// hdocCode reports a here-document body that runs code: $(...), `...`,
+// $((...)) or ${...} (a plain $NAME only reads a variable).
+func hdocCode(body *syntax.Word) bool {
+	for _, p := range body.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+		case *syntax.ParamExp:
+			if !p.Short {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// hasGlob reports unquoted text that pathname expansion may change: *, ?
+// or a [...] bracket expression (a lone "[" is the test command).
+func hasGlob(s string) bool {
+	if strings.ContainsAny(s, "*?") {
+		return true
+	}
+	i := strings.IndexByte(s, '[')
+	return i >= 0 && strings.IndexByte(s[i+1:], ']') >= 0
+}
+
+// stdin searches what a here-document or here-string feeds a command: code
+// when the command is a shell (a parse error then fails closed), data
+// otherwise, searched as far as it parses in case something runs it.
+func (w *walker) stdin(r *syntax.Redirect, interp bool) {
+	var body string
+	switch {
+	case r.Hdoc != nil && len(r.Hdoc.Parts) > 0:
+		body = w.text(r.Hdoc)
+	case r.Op == syntax.WordHdoc && r.Word != nil && interp:
+		body = w.word(r.Word, true).val
+	default:
+		return
+	}
+	if interp {
+		w.parse(body, w.depth+1, false)
+		return
+	}
+	w.scanData(body)
+}
+
+// scanData searches text that is data to its command (cat <<EOF) for
+// commands deny rules should see: the whole when it parses, else each line
+// that does.
+func (w *walker) scanData(body string) {
+	if w.depth+1 > maxNesting || w.scanning {
+		return
+	}
+	try := func(s string) bool {
+		var p parsedShell
+		(&walker{out: &p, scanning: true}).parse(s, w.depth+1, false)
+		if p.err != nil {
+			return false
+		}
+		w.out.nested = append(append(w.out.nested, p.cmds...), p.nested...)
+		return true
+	}
+	if try(body) {
+		return
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		if !try(line) {
+			w.out.nested = append(w.out.nested, looseCommands(line)...)
+		}
+	}
+}
+
+// looseCommands splits a line that does not parse at every shell operator
+// into commands of whitespace-separated words, for deny rules only.
+func looseCommands(line string) []command {
+	var out []command
+	for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
+		if ws := strings.Fields(part); len(ws) > 0 {
+			out = append(out, command{raw: ws, words: ws, opaque: true})
+		}
+	}
+	return out
+}
+
+// hidden parses again the code a command hands to eval or to a shell with
+// -c (also behind xargs, sudo, find -exec): its commands are nested.
+func (w *walker) hidden(c command) {
+	ws := unwrap(c.words)
+	if len(ws) > 0 && ws[0] == "eval" {
+		w.parse(strings.Join(ws[1:], " "), w.depth+1, false)
+	}
+	for i := 0; i < len(ws) && i <= maxTails; i++ {
+		if name := path.Base(ws[i]); !shellInterpreters[name] || name == "." || name == "source" || name == "eval" {
+			continue
+		}
+		for j := i + 1; j+1 < len(ws) && strings.HasPrefix(ws[j], "-"); j++ {
+			if !strings.HasPrefix(ws[j], "--") && strings.Contains(ws[j], "c") {
+				w.parse(ws[j+1], w.depth+1, false)
+				break
+			}
+		}
+	}
+}
+
+// assign reads one assignment (NAME=value, a declaration's argument) and
+// reports its value as NAME=value and whether it runs code.
+func (w *walker) assign(a *syntax.Assign) (string, bool) {
+	code := false
+	if a.Index != nil || a.Array != nil {
+		// a[i]=x evaluates i as arithmetic; a=(...) is a list: neither
+		// is plain text to a rule.
+		code = true
+		if a.Index != nil {
+			w.hiddenNode(a.Index)
+		}
+		if a.Array != nil {
+			w.hiddenNode(a.Array)
+			// The lexer before this parser read (...) as a subshell.
+			w.scanData(strings.TrimSuffix(strings.TrimPrefix(w.text(a.Array), "("), ")"))
+		}
+	}
+	var b strings.Builder
+	if a.Name != nil {
+		b.WriteString(a.Name.Value)
+		if !a.Naked {
+			if a.Append {
+				b.WriteString("+=")
+			} else {
+				b.WriteString("=")
+			}
+		}
+	}
+	if a.Value != nil && len(a.Value.Parts) > 0 {
+		wi := w.word(a.Value, false)
+		code = code || wi.code
+		b.WriteString(wi.val)
+	}
+	return b.String(), code
+}
+
+// wordInfo is what a word is known to be before the shell runs.
+type wordInfo struct {
+	val   string // quotes and escapes removed; expansions kept as written
+	param bool   // holds a parameter expansion ($X)
+	glob  bool   // holds an unquoted glob (*, ?, [) or extended glob
+	brace bool   // holds an unquoted brace expansion candidate
+	code  bool   // runs code: $(...), `...`, <(...), $((...)), ${...} that can
+}
+
+// static reports a word whose value is known: only literal text and quotes.
+func (wi wordInfo) static() bool { return !wi.param && !wi.glob && !wi.brace && !wi.code }
+
+// word reads one word, walking the code it runs as nested commands (unless
+// quiet, for a word read a second time).
+func (w *walker) word(word *syntax.Word, quiet bool) wordInfo {
+	var wi wordInfo
+	var b strings.Builder
+	for _, part := range word.Parts {
+		w.wordPart(part, &b, &wi, false, quiet)
+	}
+	wi.val = b.String()
+	return wi
+}
+
+func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo, quoted, quiet bool) {
+	switch p := part.(type) {
+	case *syntax.Lit:
+		if quoted {
+			b.WriteString(unescapeDouble(p.Value))
+			return
+		}
+		if hasGlob(p.Value) {
+			wi.glob = true
+		}
+		if strings.Contains(p.Value, "{") {
+			wi.brace = true
+		}
+		b.WriteString(unescape(p.Value))
+	case *syntax.SglQuoted:
+		if !p.Dollar {
+			b.WriteString(p.Value)
+			return
+		}
+		s, _, err := expand.Format(nil, p.Value, nil)
+		if err != nil {
+			s = p.Value
+		}
+		s, _, _ = strings.Cut(s, "\x00")
+		b.WriteString(s)
+	case *syntax.DblQuoted:
+		for _, q := range p.Parts {
+			w.wordPart(q, b, wi, true, quiet)
+		}
+	case *syntax.ParamExp:
+		wi.param = true
+		text := w.text(p)
+		b.WriteString(text)
+		if riskyParam(p, text) {
+			wi.code = true
+		}
+		w.paramWords(p, wi, quiet)
+	case *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
+		wi.code = true
+		b.WriteString(w.text(p))
+		if !quiet {
+			w.hiddenNode(p)
+		}
+	default:
+		// Extended globs @(a|b) and anything else: not plain text, and
+		// parentheses the lexer before this parser took for code.
+		wi.glob, wi.code = true, true
+		b.WriteString(w.text(p))
+		if g, ok := p.(*syntax.ExtGlob); ok && g.Pattern != nil && !quiet {
+			w.scanData(g.Pattern.Value) // read as a subshell before
+		}
+	}
+}
+
+// paramWords walks the words inside a parameter expansion (${x:-word},
+// ${x/a/b}, subscripts and slices), each once, so that nesting costs
+// linear time.
+func (w *walker) paramWords(p *syntax.ParamExp, wi *wordInfo, quiet bool) {
+	var words []*syntax.Word
+	if p.Exp != nil {
+		words = append(words, p.Exp.Word)
+	}
+	if p.Repl != nil {
+		words = append(words, p.Repl.Orig, p.Repl.With)
+	}
+	for _, word := range words {
+		if word != nil && w.word(word, quiet).code {
+			wi.code = true
+		}
+	}
+	if quiet {
+		return
+	}
+	arith := []syntax.ArithmExpr{p.Index}
+	if p.Slice != nil {
+		arith = append(arith, p.Slice.Offset, p.Slice.Length)
+	}
+	for _, n := range arith {
+		if n != nil {
+			w.hiddenNode(n)
+		}
+	}
+}
+
+// riskyParam reports a parameter expansion that can run code or whose
+// value rules cannot read: indirection (${!x}), subscripts and slices
+// (arithmetic), transformations such as ${x@P} (prompt expansion runs
+// $(...)), and anything holding a substitution, parentheses or quotes
+// (which the lexer before this parser could not follow).
+func riskyParam(p *syntax.ParamExp, text string) bool {
+	if p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || strings.ContainsAny(text, "(`\"'") {
+		return true
+	}
+	// Substitutions inside are caught by the parentheses and backquotes
+	// they are written with.
+	return p.Exp != nil && p.Exp.Op == syntax.OtherParamOps
+}
+
+// unescape removes the backslashes of unquoted text: \x is x, and a
+// backslash-newline is nothing.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes that escape inside double quotes:
+// before $, `, ", \ and newline; others stay.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // unwrapFirst is the command name after assignments and wrappers.
@@ -200,25 +774,6 @@ func unwrapFirst(words []string) string {
 		return ""
 	}
 	return w[0]
-}
-
-// harmlessRedirect reports redirections that neither read nor write a file
-// of interest: fd duplication (2>&1, >&2, <&-) and /dev/null.
-func harmlessRedirect(t token) bool {
-	if t.opaque {
-		return false
-	}
-	switch {
-	case strings.HasSuffix(t.op, ">&"), strings.HasSuffix(t.op, "<&"):
-		return t.val == "-" || isDigits(t.val)
-	case strings.HasPrefix(t.op, "<<"):
-		return false
-	}
-	switch t.val {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin":
-		return true
-	}
-	return false
 }
 
 func isDigits(s string) bool {
@@ -231,370 +786,6 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' }
-
-// isMeta reports bytes that end an unquoted word.
-func isMeta(b byte) bool {
-	switch b {
-	case ' ', '\t', '\r', '\n', ';', '&', '|', '<', '>', '(', ')':
-		return true
-	}
-	return false
-}
-
-func (lx *lexer) run() {
-	s := lx.s
-	for lx.i < len(s) {
-		b := s[lx.i]
-		switch {
-		case isSpace(b):
-			lx.i++
-		case b == '\\' && lx.i+1 < len(s) && s[lx.i+1] == '\n':
-			lx.i += 2
-		case b == '\n':
-			lx.sep("\n", 1)
-			lx.readHeredocs()
-		case b == '#' && lx.atWordStart():
-			for lx.i < len(s) && s[lx.i] != '\n' {
-				lx.i++
-			}
-		case b == ';':
-			if strings.HasPrefix(s[lx.i:], ";;") {
-				lx.opaque = true
-				lx.sep(";;", 2)
-			} else {
-				lx.sep(";", 1)
-			}
-		case b == '&':
-			switch {
-			case strings.HasPrefix(s[lx.i:], "&&"):
-				lx.sep("&&", 2)
-			case strings.HasPrefix(s[lx.i:], "&>>"):
-				lx.redirect("&>>", lx.i, 3)
-			case strings.HasPrefix(s[lx.i:], "&>"):
-				lx.redirect("&>", lx.i, 2)
-			default:
-				lx.sep("&", 1)
-			}
-		case b == '|':
-			switch {
-			case strings.HasPrefix(s[lx.i:], "||"):
-				lx.sep("||", 2)
-			case strings.HasPrefix(s[lx.i:], "|&"):
-				lx.sep("|&", 2)
-			default:
-				lx.sep("|", 1)
-			}
-		case b == '<' || b == '>':
-			lx.redirOp()
-		case b == '(':
-			// A subshell, or something this lexer does not model.
-			start := lx.i
-			inner, end := scanParens(s, lx.i+1)
-			lx.nested = append(lx.nested, inner)
-			lx.toks = append(lx.toks, token{kind: tokWord, raw: s[start:end], val: s[start:end], opaque: true, start: start})
-			lx.opaque = true
-			lx.i = end
-		case b == ')':
-			// Unbalanced: the line is not what it seems.
-			lx.opaque = true
-			lx.i++
-		default:
-			lx.toks = append(lx.toks, lx.word())
-		}
-	}
-	if len(lx.heredocs) > 0 {
-		// A heredoc that never got its body.
-		lx.opaque = true
-	}
-}
-
-// atWordStart reports whether a '#' here starts a comment.
-func (lx *lexer) atWordStart() bool {
-	return lx.i == 0 || isMeta(lx.s[lx.i-1])
-}
-
-func (lx *lexer) sep(op string, n int) {
-	lx.toks = append(lx.toks, token{kind: tokSep, raw: op, op: op, start: lx.i})
-	lx.i += n
-}
-
-// redirOp reads a redirection starting at '<' or '>', taking a file
-// descriptor number written right before it (2>file).
-func (lx *lexer) redirOp() {
-	s := lx.s
-	start := lx.i
-	if n := len(lx.toks); n > 0 {
-		last := lx.toks[n-1]
-		if last.kind == tokWord && isDigits(last.raw) && last.start+len(last.raw) == lx.i {
-			lx.toks = lx.toks[:n-1]
-			start = last.start
-		}
-	}
-	rest := s[lx.i:]
-	switch {
-	case strings.HasPrefix(rest, "<("), strings.HasPrefix(rest, ">("):
-		// Process substitution: a word of its own that runs code.
-		inner, end := scanParens(s, lx.i+2)
-		lx.nested = append(lx.nested, inner)
-		lx.toks = append(lx.toks, token{kind: tokWord, raw: s[start:end], val: s[start:end], opaque: true, start: start})
-		lx.i = end
-		return
-	case strings.HasPrefix(rest, "<<<"):
-		lx.redirect("<<<", start, 3)
-	case strings.HasPrefix(rest, "<<-"):
-		lx.redirect("<<-", start, 3)
-	case strings.HasPrefix(rest, "<<"):
-		lx.redirect("<<", start, 2)
-	case strings.HasPrefix(rest, "<>"), strings.HasPrefix(rest, "<&"),
-		strings.HasPrefix(rest, ">>"), strings.HasPrefix(rest, ">|"), strings.HasPrefix(rest, ">&"):
-		lx.redirect(rest[:2], start, 2)
-	default:
-		lx.redirect(rest[:1], start, 1)
-	}
-}
-
-// redirect reads the operator op (n bytes at lx.i) and its target word.
-func (lx *lexer) redirect(op string, start, n int) {
-	lx.i += n
-	for lx.i < len(lx.s) && isSpace(lx.s[lx.i]) {
-		lx.i++
-	}
-	if lx.i >= len(lx.s) || isMeta(lx.s[lx.i]) {
-		// A redirection without a target is a syntax error in sh.
-		lx.opaque = true
-		lx.toks = append(lx.toks, token{kind: tokRedir, raw: lx.s[start:lx.i], op: op, start: start})
-		return
-	}
-	w := lx.word()
-	t := token{kind: tokRedir, raw: lx.s[start:lx.i], op: op, val: w.val, opaque: w.opaque, start: start}
-	if op == "<<" || op == "<<-" {
-		lx.heredocs = append(lx.heredocs, heredoc{
-			delim:  w.val,
-			quoted: strings.ContainsAny(w.raw, `'"\`),
-			strip:  op == "<<-",
-			at:     len(lx.toks),
-		})
-	}
-	lx.toks = append(lx.toks, t)
-}
-
-// readHeredocs consumes the bodies of pending heredocs, which start on the
-// line after their operator. A body is data for the command, but a shell
-// reading it (bash <<EOF) runs it, so bodies are checked against deny rules;
-// an unquoted body can also hold substitutions, which make it opaque.
-func (lx *lexer) readHeredocs() {
-	for _, h := range lx.heredocs {
-		var body strings.Builder
-		found := false
-		for lx.i < len(lx.s) {
-			end := strings.IndexByte(lx.s[lx.i:], '\n')
-			var line string
-			if end < 0 {
-				line, lx.i = lx.s[lx.i:], len(lx.s)
-			} else {
-				line, lx.i = lx.s[lx.i:lx.i+end], lx.i+end+1
-			}
-			cmp := line
-			if h.strip {
-				cmp = strings.TrimLeft(cmp, "\t")
-			}
-			if cmp == h.delim {
-				found = true
-				break
-			}
-			body.WriteString(line)
-			body.WriteByte('\n')
-		}
-		if !found {
-			lx.opaque = true
-		}
-		text := body.String()
-		lx.nested = append(lx.nested, text)
-		if !h.quoted && strings.ContainsAny(text, "$`") && (strings.Contains(text, "$(") || strings.Contains(text, "`") || strings.Contains(text, "${")) {
-			lx.toks[h.at].opaque = true
-		}
-	}
-	lx.heredocs = lx.heredocs[:0]
-}
-
-// word reads one word at lx.i, handling quotes, escapes and substitutions.
-func (lx *lexer) word() token {
-	s := lx.s
-	start := lx.i
-	var val strings.Builder
-	opaque := false
-	for lx.i < len(s) && !isMeta(s[lx.i]) {
-		b := s[lx.i]
-		switch {
-		case b == '\\':
-			if lx.i+1 < len(s) {
-				if s[lx.i+1] != '\n' {
-					val.WriteByte(s[lx.i+1])
-				}
-				lx.i += 2
-			} else {
-				lx.i++
-			}
-		case b == '\'':
-			end := strings.IndexByte(s[lx.i+1:], '\'')
-			if end < 0 {
-				lx.opaque = true
-				val.WriteString(s[lx.i+1:])
-				lx.i = len(s)
-			} else {
-				val.WriteString(s[lx.i+1 : lx.i+1+end])
-				lx.i += end + 2
-			}
-		case b == '$' && strings.HasPrefix(s[lx.i:], "$'"):
-			// ANSI-C quoting: escapes can spell anything, keep it simple.
-			j := lx.i + 2
-			for j < len(s) && s[j] != '\'' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
-				lx.opaque = true
-				val.WriteString(s[lx.i+2:])
-				lx.i = len(s)
-			} else {
-				val.WriteString(s[lx.i+2 : j])
-				lx.i = j + 1
-			}
-		case b == '"':
-			lx.i++
-			for lx.i < len(s) && s[lx.i] != '"' {
-				c := s[lx.i]
-				switch {
-				case c == '\\' && lx.i+1 < len(s):
-					val.WriteByte(s[lx.i+1])
-					lx.i += 2
-				case c == '$' || c == '`':
-					if lx.subst(&val) {
-						opaque = true
-					}
-				default:
-					val.WriteByte(c)
-					lx.i++
-				}
-			}
-			if lx.i >= len(s) {
-				lx.opaque = true
-			} else {
-				lx.i++
-			}
-		case b == '$' || b == '`':
-			if lx.subst(&val) {
-				opaque = true
-			}
-		default:
-			val.WriteByte(b)
-			lx.i++
-		}
-	}
-	if lx.i == start {
-		// Defensive: never loop without progress.
-		lx.i++
-		return token{kind: tokWord, raw: s[start:lx.i], val: s[start:lx.i], opaque: true, start: start}
-	}
-	return token{kind: tokWord, raw: s[start:lx.i], val: val.String(), opaque: opaque, start: start}
-}
-
-// subst reads a '$' or '`' construct at lx.i into val and reports whether it
-// runs code ($(...), $((...)), `...`, or ${...} holding either).
-func (lx *lexer) subst(val *strings.Builder) bool {
-	s := lx.s
-	start := lx.i
-	switch {
-	case s[lx.i] == '`':
-		j := lx.i + 1
-		for j < len(s) && s[j] != '`' {
-			if s[j] == '\\' {
-				j++
-			}
-			j++
-		}
-		inner := s[lx.i+1 : min(j, len(s))]
-		lx.nested = append(lx.nested, inner)
-		if j >= len(s) {
-			lx.opaque = true
-			lx.i = len(s)
-		} else {
-			lx.i = j + 1
-		}
-	case strings.HasPrefix(s[lx.i:], "$("):
-		inner, end := scanParens(s, lx.i+2)
-		lx.nested = append(lx.nested, strings.TrimSuffix(strings.TrimPrefix(inner, "("), ")"))
-		lx.i = end
-	case strings.HasPrefix(s[lx.i:], "${"):
-		depth, j := 0, lx.i+1
-		for ; j < len(s); j++ {
-			if s[j] == '{' {
-				depth++
-			} else if s[j] == '}' {
-				depth--
-				if depth == 0 {
-					break
-				}
-			}
-		}
-		end := min(j+1, len(s))
-		text := s[lx.i:end]
-		val.WriteString(text)
-		lx.i = end
-		if j >= len(s) {
-			lx.opaque = true
-		}
-		return strings.ContainsAny(text, "`(")
-	default:
-		val.WriteByte('$')
-		lx.i++
-		return false
-	}
-	val.WriteString(s[start:lx.i])
-	return true
-}
-
-// scanParens finds the ')' closing a '(' whose content starts at i, skipping
-// quoted text and nested parentheses. It returns the content and the offset
-// after the ')'. An unclosed group runs to the end of s.
-func scanParens(s string, i int) (inner string, end int) {
-	depth := 1
-	j := i
-	for j < len(s) {
-		switch s[j] {
-		case '\\':
-			j++
-		case '\'':
-			k := strings.IndexByte(s[j+1:], '\'')
-			if k < 0 {
-				return s[i:], len(s)
-			}
-			j += k + 1
-		case '"':
-			k := j + 1
-			for k < len(s) && s[k] != '"' {
-				if s[k] == '\\' {
-					k++
-				}
-				k++
-			}
-			j = k
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return s[i:j], j + 1
-			}
-		}
-		j++
-	}
-	return s[min(i, len(s)):], len(s)
 }
 
 // wrappers run the command given in their arguments; they are stripped

@@ -1,0 +1,307 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// permission ranks a decision from strictest to widest: a denial, an allow
+// by default (left to the CLI's permission mode or a client: an ask), an
+// allow by a rule.
+func permission(d Decision) int {
+	switch {
+	case !d.Allow:
+		return 0
+	case d.Rule == DefaultRule:
+		return 1
+	}
+	return 2
+}
+
+var permissionNames = []string{"deny", "ask", "allow"}
+
+// Policies the shell tests decide under: a bare Bash allow with deny rules,
+// textual allow rules under default deny, and allow rules under default
+// allow (so an unmatched command is an ask).
+var shellSpecs = map[string]Spec{
+	"bare": {Allow: []string{"Bash"}, Deny: []string{"Bash(rm -rf *)", "Bash(git push*)", "Bash(curl:*)"}},
+	"rules": {Allow: []string{"Bash(go test *)", "Bash(echo *)", "Bash(cat *)", "Bash(git status)", "Bash(ls *)",
+		"Bash(* install)", "Bash(go test * > cover.txt)"}},
+	"ask": {Allow: []string{"Bash(go test *)", "Bash(echo *)", "Bash(git:*)"}, Deny: []string{"Bash(rm -rf *)", "Bash(git push*)"}, Default: "allow"},
+}
+
+// TestShellOldLexerWrong lists commands the hand-written lexer decided
+// wrongly (every one more permissively than bash's grammar allows); the
+// old decision is asserted too, so that each case is shown to be a fix.
+func TestShellOldLexerWrong(t *testing.T) {
+	nest := "rm -rf /"
+	for range 10 {
+		nest = "$(" + nest + ")"
+	}
+	tests := []struct {
+		spec, cmd string
+		old, want string
+	}{
+		// ANSI-C quoting spells the command name with escapes.
+		{"bare", `$'\x72m' -rf /`, "allow", "deny"},
+		// Brace expansion makes the words: {rm,-rf,/} runs rm -rf /.
+		{"bare", "{rm,-rf,/}", "allow", "deny"},
+		// A here-string is a shell's script.
+		{"bare", "bash <<< 'rm -rf /'", "allow", "deny"},
+		// Substitutions nested deeper than the lexer's recursion limit.
+		{"bare", "echo " + nest, "allow", "deny"},
+		// Backticks inside backticks.
+		{"bare", "echo `echo \\`rm -rf /\\``", "allow", "deny"},
+		// A quote inside ${...} inside double quotes ended the lexer's
+		// quoting early, hiding the next command.
+		{"bare", `echo "${x:-"}"}" ; rm -rf /`, "allow", "deny"},
+		// coproc, case and function bodies are code.
+		{"bare", "coproc rm -rf /", "allow", "deny"},
+		{"bare", "case x in x) rm -rf /;; esac", "allow", "deny"},
+		{"bare", "f() { rm -rf /; }; f", "allow", "deny"},
+		// An array subscript is arithmetic, which runs $(...).
+		{"bare", "echo ${a[$(rm -rf /)]}", "allow", "deny"},
+		// ${x@P} is prompt expansion, which runs $(...) in x's value;
+		// ${!x} reads a variable named at run time.
+		{"rules", "echo ${x@P}", "allow", "deny"},
+		{"rules", "echo ${!x}", "allow", "deny"},
+		{"ask", "echo ${x@P}", "allow", "ask"},
+		// A glob as the command name runs whatever it matches.
+		{"bare", "/bin/r? -rf /", "allow", "deny"},
+		{"bare", "sudo /usr/bin/[r]m -rf /", "allow", "deny"},
+		{"bare", "g*t push", "allow", "deny"},
+		// A quoted variable is still a command name unknown until run.
+		{"rules", `"$CMD" install`, "allow", "deny"},
+		{"ask", `"$CMD" install`, "ask", "ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec+" "+tt.cmd, func(t *testing.T) {
+			p := mustCompile(t, shellSpecs[tt.spec])
+			if got := permissionNames[permission(p.oldDecideBash(tt.cmd))]; got != tt.old {
+				t.Errorf("old lexer: %s, want %s (the case no longer shows a fix)", got, tt.old)
+			}
+			d := p.Decide(bashCall(tt.cmd))
+			if got := permissionNames[permission(d)]; got != tt.want {
+				t.Fatalf("Decide(%q) = %+v (%s), want %s", tt.cmd, d, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestShellConstructs decides bash constructs the parser must read as bash
+// does: quoting, continuations, comments, here-documents, operators.
+func TestShellConstructs(t *testing.T) {
+	tests := []struct {
+		spec, cmd, want string
+	}{
+		// Operators inside quotes, comments and here-document bodies are text.
+		{"rules", `echo "a; rm -rf /" 'b && c' d\;e`, "allow"},
+		{"rules", "echo ok # ; rm -rf /", "allow"},
+		{"rules", "cat <<'EOF'\nrm -rf /; git push\nEOF", "allow"},
+		{"bare", "cat <<'EOF'\nrm -rf /\nEOF", "deny"}, // data, but searched in case something runs it
+		{"rules", "cat <<EOF\nhello $USER\nEOF", "allow"},
+		{"rules", "cat <<EOF\n$(git push)\nEOF", "deny"},
+		{"rules", "cat <<EOF\nx\nEOF\nrm -rf /", "deny"},
+		{"rules", "cat <<-EOF\n\tx\n\tEOF\necho done", "allow"},
+		// Line continuations join words and lines.
+		{"rules", "go test \\\n  ./...", "allow"},
+		{"bare", "r\\\nm -rf /", "deny"},  // bash reads "rm", and so do deny rules ...
+		{"rules", "r\\\nm -rf /", "deny"}, // ... while allow rules see the line as written
+		// ANSI-C quoting: a quote escaped inside $'...' does not end it.
+		{"rules", `echo $'it\'s; rm -rf /'`, "allow"},
+		{"bare", `echo $'\''; rm -rf /`, "deny"},
+		// |&, &>, >|, here-strings.
+		{"bare", "go test |& rm -rf /", "deny"},
+		{"rules", "go test ./... &> /dev/null", "allow"},
+		{"rules", "go test ./... &> log", "deny"},
+		{"rules", "go test ./... >| cover.txt", "deny"},
+		{"rules", "go test ./... > cover.txt", "allow"},
+		{"rules", "cat <<< hello", "allow"},
+		// Arithmetic and brace expansion.
+		{"rules", "echo $((1+2))", "deny"},
+		{"ask", "echo $((1+2))", "ask"},
+		{"rules", "echo {a,b}.txt", "allow"},
+		{"rules", "echo @(a|b).txt", "deny"}, // an extended glob: parentheses count as code
+		{"rules", "$'npm' install", "deny"},
+		{"rules", "a=(x y) echo hi", "deny"},
+		{"bare", "a=(rm -rf /)", "deny"},
+		{"bare", "rm\r -rf /", "deny"},
+		{"bare", "while read l; do echo $l; done <<EOF\nrm -rf /\nEOF", "deny"},
+		{"bare", "git push{,}", "deny"},
+		{"rules", "{echo,hi}", "deny"},
+		// time, !, exec, command, nohup and assignments in front.
+		{"rules", "time go test ./...", "allow"},
+		{"rules", "time -p go test ./...", "allow"},
+		{"rules", "! go test ./...", "allow"},
+		{"rules", "exec go test ./...", "allow"},
+		{"rules", "nohup go test ./...", "allow"},
+		{"bare", "time rm -rf /", "deny"},
+		{"bare", "! rm -rf /", "deny"},
+		{"bare", "exec rm -rf /", "deny"},
+		{"bare", "command rm -rf /", "deny"},
+		{"bare", "FOO=1 BAR=2 rm -rf /", "deny"},
+		{"bare", "env X=1 rm -rf /", "deny"},
+		{"bare", "xargs -0 rm -rf", "deny"},
+		{"bare", "nohup timeout 5 rm -rf /", "deny"},
+		// Compound commands.
+		{"rules", "if go test ./...; then echo ok; else echo no; fi", "allow"},
+		{"rules", "while go test ./...; do echo again; done", "allow"},
+		{"rules", "{ go test ./...; echo ok; } 2>&1", "allow"},
+		{"rules", "{ go test ./...; } > out.txt", "deny"},
+		{"rules", "(go test ./...)", "deny"},
+		{"rules", "for p in a b; do go test $p; done", "deny"},
+		{"bare", "while true; do rm -rf /; done", "deny"},
+		{"bare", "until false; do :; done && git push", "deny"},
+		{"bare", "select x in a; do rm -rf /; done", "deny"},
+		{"bare", "[[ -n $(git push) ]]", "deny"},
+		{"bare", "diff <(curl a) b", "deny"},
+		{"bare", "tee >(rm -rf /)", "deny"},
+		// Shells and eval, parsed again.
+		{"bare", `bash -c 'sh -c "eval \"rm -rf /\""'`, "deny"},
+		{"bare", `zsh -c 'git push'`, "deny"},
+		{"bare", `eval "git" "push"`, "deny"},
+		{"rules", `bash -c 'go test ./...'`, "deny"},
+		// Unknown command names: never allowed by a rule.
+		{"rules", "$GO test ./...", "deny"},
+		{"rules", "$(which go) test ./...", "deny"},
+		{"rules", "`which go` test ./...", "deny"},
+		{"rules", "${!x} test", "deny"},
+		{"rules", "l? -la", "deny"},
+		{"bare", "/bin/l? -la", "allow"}, // matches no deny rule's name
+		{"bare", "sudo ls *", "allow"},   // a bare * is taken as arguments, not as curl
+		{"rules", "timeout 5 $CMD", "deny"},
+		{"ask", "$GO test ./...", "ask"},
+		{"ask", "eval \"$v\"", "ask"},
+		{"bare", "$GO test ./...", "allow"}, // a bare Bash rule allows anything no deny rule catches
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec+" "+tt.cmd, func(t *testing.T) {
+			d := mustCompile(t, shellSpecs[tt.spec]).Decide(bashCall(tt.cmd))
+			if got := permissionNames[permission(d)]; got != tt.want {
+				t.Fatalf("Decide(%q) under %s = %+v (%s), want %s", tt.cmd, tt.spec, d, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestShellUnparsable checks that text bash would reject fails closed:
+// denied when deny rules apply to Bash (they cannot be checked), otherwise
+// allowed only by a bare Bash rule.
+func TestShellUnparsable(t *testing.T) {
+	for _, cmd := range []string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"} {
+		t.Run(cmd, func(t *testing.T) {
+			d := mustCompile(t, shellSpecs["bare"]).Decide(bashCall(cmd))
+			if d.Allow || d.Rule != UnparsableRule || !strings.Contains(d.Message, "does not parse") {
+				t.Errorf("with deny rules: %+v, want denied as unparsable", d)
+			}
+			d = mustCompile(t, shellSpecs["rules"]).Decide(bashCall(cmd))
+			if d.Allow || d.Rule != DefaultRule || !strings.Contains(d.Message, "does not parse") {
+				t.Errorf("with allow rules: %+v, want denied by default, saying it does not parse", d)
+			}
+			if d := mustCompile(t, Spec{Allow: []string{"Bash"}}).Decide(bashCall(cmd)); !d.Allow {
+				t.Errorf("bare Bash without deny rules: %+v, want allowed", d)
+			}
+		})
+	}
+}
+
+// TestShellLimits feeds nesting past every bound: it must fail closed, not
+// crash.
+func TestShellLimits(t *testing.T) {
+	p := mustCompile(t, shellSpecs["bare"])
+	deep := strings.Repeat("$(", 5000) + "true" + strings.Repeat(")", 5000)
+	shells := "rm -rf /"
+	for range maxNesting + 2 {
+		shells = "sh -c " + strconv.Quote(shells)
+	}
+	for _, cmd := range []string{deep, strings.Repeat("(", 100000), strings.Repeat("${a:-", 50000), shells, strings.Repeat("x", maxShellLen+1)} {
+		if d := p.Decide(bashCall(cmd)); d.Allow {
+			t.Errorf("Decide(%.40q...) = %+v, want denied", cmd, d)
+		}
+	}
+	// Within the bounds, nesting must cost linear time, not double per
+	// level (each of these would take 2^150 steps if it did).
+	for _, unit := range []string{"a[0]=$(", "echo ${a:-$(", "x=(a $("} {
+		cmd := strings.Repeat(unit, 150) + "rm -rf /" + strings.Repeat(")", 150)
+		if strings.Contains(unit, "{") {
+			cmd = strings.Repeat(unit, 90) + "rm -rf /" + strings.Repeat(")}", 90)
+		}
+		if unit == "x=(a $(" {
+			cmd = strings.Repeat(unit, 90) + "rm -rf /" + strings.Repeat("))", 90)
+		}
+		if d := p.Decide(bashCall(cmd)); d.Allow || d.Rule != "Bash(rm -rf *)" {
+			t.Errorf("Decide(%.40q...) = %+v, want denied by the rm rule", cmd, d)
+		}
+	}
+}
+
+// TestShellLongChains checks that long lists and pipelines, which the
+// parser nests in its tree, are not taken for deep nesting.
+func TestShellLongChains(t *testing.T) {
+	p := mustCompile(t, shellSpecs["rules"])
+	for _, op := range []string{" && ", " || ", " | ", "; ", "\n"} {
+		cmd := strings.Repeat("go test ./..."+op, 2000) + "echo done"
+		if d := p.Decide(bashCall(cmd)); !d.Allow {
+			t.Errorf("2000 commands joined by %q: %+v, want allowed", op, d)
+		}
+	}
+}
+
+// FuzzShellParserNotMorePermissive decides generated commands with the
+// parser and with the old hand-written lexer (oldshell_test.go) under
+// several policies: the parser's decision may be stricter, never wider
+// (an allow by rule where the lexer asked or denied, or an ask where it
+// denied).
+func FuzzShellParserNotMorePermissive(f *testing.F) {
+	for _, s := range shellFuzzSeeds(f) {
+		f.Add(s)
+	}
+	var names []string
+	var pols []*Policy
+	for name, spec := range shellSpecs {
+		p, errs := Compile(spec)
+		if len(errs) > 0 {
+			f.Fatal(errs)
+		}
+		names, pols = append(names, name), append(pols, p)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for i, p := range pols {
+			d, old := p.Decide(bashCall(s)), p.oldDecideBash(s)
+			if permission(d) > permission(old) {
+				t.Fatalf("under %s, %q: parser %s (%+v), old lexer %s (%+v)", names[i], s,
+					permissionNames[permission(d)], d, permissionNames[permission(old)], old)
+			}
+		}
+	})
+}
+
+// shellFuzzSeeds are the Bash commands of FuzzDecide's corpus and seeds,
+// and constructs the old lexer and the parser may read differently.
+func shellFuzzSeeds(f *testing.F) []string {
+	seeds := []string{"go test ./... && rm -rf /", "echo $(a `b` (c)) <<EOF\nx\nEOF", `bash -c "eval 'x'"`, "a 2>&1 | b >f", "((", "'", `"$(`, "cat <<-'E'\n\tE", "f() { x; }", "${a:-$(b)}",
+		`$'\x72m' -rf /`, "{rm,-rf,/}", "bash <<< 'rm -rf /'", "echo `echo \\`rm -rf /\\``", `echo "${x:-"}"}" ; rm -rf /`,
+		"coproc rm -rf /", "case x in x) rm -rf /;; esac", "echo ${a[$(rm -rf /)]}", "echo ${x@P}", `"$CMD" install`,
+		"cat <<'EOF'\nrm -rf /; git push\nEOF", "go test \\\n ./... # x", "time -p go test ./... |& tee x &> y", "! exec go test $((1)) {a,b}",
+		"if go test; then echo; elif ls; then :; else git status; fi", "while read l; do echo $l; done < f", "FOO=1 env X=2 nohup command timeout 5 go test ./...",
+		"xargs sh -c 'git push'", "find . -exec bash -c 'rm -rf x' \\;", "echo \"a\\\"b\" 'c\\' d", "cd x; pwd; true; :", "go test ./... > cover.txt",
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "*", "*"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "string("); ok {
+				if s, err := strconv.Unquote(strings.TrimSuffix(v, ")")); err == nil && s != "Bash" {
+					seeds = append(seeds, s)
+				}
+			}
+		}
+	}
+	return seeds
+}
