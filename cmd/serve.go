@@ -77,7 +77,8 @@ PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml).
 EXIT STATUS
   0    stopped by SIGINT or SIGTERM (sessions shut down, work committed)
   2    usage or configuration error (non-loopback address without a token)
-  3    environment error (the address cannot be bound, a TLS file cannot be read)
+  3    environment error (the address cannot be bound, a TLS file cannot be read,
+       the state directory is in use by another server)
   130  killed by a second signal`
 
 // NewCmdServe builds `pneuma serve`. runF replaces the server in tests.

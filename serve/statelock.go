@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // StateLockedError is a state directory another server holds: two servers
@@ -43,9 +42,9 @@ func lockState(dir string) (*stateLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(f); err != nil {
 		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
 			data, _ := io.ReadAll(io.LimitReader(f, 32))
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 			return nil, &StateLockedError{Dir: dir, PID: pid}
