@@ -51,6 +51,7 @@ type ServeOptions struct {
 	ClientMaxTurns        int           `mapstructure:"client_max_turns"`
 	ClientMaxBudgetUSD    float64       `mapstructure:"client_max_budget_usd"`
 	ClientMaxTimeout      time.Duration `mapstructure:"client_max_timeout"`
+	ClientSandbox         bool          `mapstructure:"client_sandbox"`
 	MetricsAddr           string        `mapstructure:"metrics_addr"`
 }
 
@@ -122,6 +123,7 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.Int("client-max-turns", 0, "the largest max_turns a client may set (0: no cap)")
 	f.Float64("client-max-budget-usd", 0, "the largest budget a client may set, per job or run (0: no cap)")
 	f.Duration("client-max-timeout", 0, "the largest timeout or idle_timeout a client may set (0: no cap)")
+	f.Bool("client-sandbox", false, "run every job and session a client starts in pneuma's sandbox (bubblewrap; sandbox: false is refused)")
 	f.String("state-dir", "", "where sessions and runs keep their state (default: .pneuma/serve)")
 	f.StringArray("allow-origin", nil, "a foreign browser origin allowed to call the API (repeatable; * for any)")
 	f.String("claude", "", "path of the claude CLI (default: claude on PATH)")
@@ -420,7 +422,8 @@ func serveConfig(ctx context.Context, io *IO, o *ServeOptions, wd, token string)
 	return serve.Config{
 		Token: token, Roots: roots, MaxSessions: o.MaxSessions, MaxJobs: o.MaxJobs, StateDir: state, AllowOrigins: o.AllowOrigin,
 		Policy: serve.Policy{Allow: o.ClientAllow, PermissionModes: o.ClientPermissionModes,
-			MaxTurns: o.ClientMaxTurns, MaxBudgetUSD: o.ClientMaxBudgetUSD, MaxTimeout: o.ClientMaxTimeout},
+			MaxTurns: o.ClientMaxTurns, MaxBudgetUSD: o.ClientMaxBudgetUSD, MaxTimeout: o.ClientMaxTimeout,
+			Sandbox: o.ClientSandbox},
 		WorkDir: wd, Binary: bin, Environ: os.Environ(), Getenv: io.Getenv,
 		Engine:  serve.RunnerEngine,
 		Version: Version, CLIVersion: cliVersion(ctx, bin),

@@ -717,3 +717,15 @@ func (j *JobSpec) Cap(maxTurns int, maxBudgetUSD float64, timeout time.Duration)
 		j.Timeout, j.set["timeout"] = Duration(timeout), true
 	}
 }
+
+// ForceSandbox runs the job in pneuma's sandbox whatever it asked (pneuma
+// serve's client policy), keeping the paths and hosts it added.
+func (j *JobSpec) ForceSandbox() {
+	if j.set == nil {
+		j.set = map[string]bool{}
+	}
+	if j.Sandbox == nil {
+		j.Sandbox = &sandbox.Spec{}
+	}
+	j.Sandbox.Enabled, j.set["sandbox"] = true, true
+}

@@ -31,6 +31,10 @@ type Policy struct {
 	MaxTurns     int
 	MaxBudgetUSD float64
 	MaxTimeout   time.Duration
+	// Sandbox runs every job and session a client starts in pneuma's
+	// sandbox: `sandbox: false` is refused, and hosts a client adds to
+	// the sandbox's network need "sandbox_network" in Allow.
+	Sandbox bool
 }
 
 // DefaultPermissionModes are the permission modes a client may use unless
@@ -38,7 +42,7 @@ type Policy struct {
 var DefaultPermissionModes = []string{"default", "acceptEdits", "plan"}
 
 // GatedFields are the values of Policy.Allow.
-var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "no_worktree", "remote", "push", "pull_request"}
+var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "no_worktree", "remote", "push", "pull_request", "sandbox_network"}
 
 // MaxNameBytes bounds a session's or job's name: names become branch
 // names and commit messages.
@@ -71,6 +75,9 @@ const (
 	classTimeout
 	classWorktree
 	classSchema
+	// classSandbox: paths under a root; off and, when forced, new hosts
+	// only with the operator's say.
+	classSandbox
 )
 
 // jobFieldClass classifies every field of runner.JobSpec by its yaml name.
@@ -93,6 +100,9 @@ var jobFieldClass = map[string]fieldClass{
 	"mcp_config": classGated, "add_dirs": classGated, "settings": classGated, "env": classGated,
 	"extra_args": classGated, "verify": classGated, "remote": classGated, "push": classGated,
 	"pull_request": classGated,
+	// A sandbox only takes away (its read and write paths are checked
+	// like files); the operator may force it on.
+	"sandbox": classSandbox,
 }
 
 // fileFieldClass classifies the run-level fields of runner.File.
@@ -126,6 +136,9 @@ type policyCheck struct {
 // none, so leaving a limit out is never a way past its cap.
 func (p *Policy) capJob(spec *runner.JobSpec) {
 	spec.Cap(p.MaxTurns, p.MaxBudgetUSD, p.MaxTimeout)
+	if p.Sandbox {
+		spec.ForceSandbox()
+	}
 }
 
 // refuse is the PolicyError of field f.
@@ -194,8 +207,41 @@ func (c *policyCheck) field(path string, cl fieldClass, spec *runner.JobSpec, fv
 		}
 	case classRepo:
 		return c.path(path, spec.Repo)
+	case classSandbox:
+		return c.sandbox(path, spec)
 	default:
 		return refuse(path, "the server does not let clients set this field")
+	}
+	return nil
+}
+
+// sandbox checks a job's sandbox field: never off when the operator forces
+// it, its paths under a root, its extra hosts allowed when forced.
+func (c *policyCheck) sandbox(path string, spec *runner.JobSpec) error {
+	sb := spec.Sandbox
+	if sb == nil {
+		return nil
+	}
+	if !sb.Enabled {
+		if c.p.Sandbox {
+			return refuse(path, "the server runs every job sandboxed")
+		}
+		return nil
+	}
+	if len(sb.Network) > 0 && c.p.Sandbox {
+		if err := c.gated(path+".network", "sandbox_network"); err != nil {
+			return err
+		}
+	}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"read", sb.Read}, {"write", sb.Write}} {
+		for i, p := range list.paths {
+			if err := c.path(fmt.Sprintf("%s.%s[%d]", path, list.key, i), p); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

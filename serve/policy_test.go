@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -103,6 +104,48 @@ func TestPolicyCapsAsDefaults(t *testing.T) {
 	p.capJob(&spec.Job)
 	if spec.Job.MaxTurns != 10 || spec.Job.MaxBudgetUSD != 2 || spec.Job.Timeout.Std() != 600e9 {
 		t.Fatalf("capped session: %+v", spec.Job)
+	}
+}
+
+// TestPolicySandbox: a client may ask for a sandbox (its paths under a
+// root); when the operator forces it, sandbox: false and extra hosts are
+// refused and every job gets one.
+func TestPolicySandbox(t *testing.T) {
+	root := t.TempDir()
+	decode := func(yaml string) *runner.JobSpec {
+		f, err := runner.Decode(filepath.Join(root, "jobs.yaml"), []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n"+yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &f.Jobs[0]
+	}
+	open, forced := Policy{}, Policy{Sandbox: true}
+	open.defaults()
+	forced.defaults()
+	for _, tc := range []struct {
+		p     *Policy
+		yaml  string
+		field string // "" for accepted
+	}{
+		{&open, "    sandbox: true\n", ""},
+		{&open, "    sandbox: false\n", ""},
+		{&open, "    sandbox: {read: [/etc]}\n", "sandbox.read[0]"},
+		{&open, "    sandbox: {write: [sub], network: [example.com]}\n", ""},
+		{&forced, "    sandbox: false\n", "sandbox"},
+		{&forced, "    sandbox: {network: [example.com]}\n", "sandbox.network"},
+		{&forced, "    sandbox: true\n", ""},
+	} {
+		c := policyCheck{p: tc.p, roots: []string{root}, dir: root}
+		err := c.job("", decode(tc.yaml))
+		var pe *PolicyError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &pe) || pe.Field != tc.field) {
+			t.Errorf("%q: %v, want refusal of %q", tc.yaml, err, tc.field)
+		}
+	}
+	spec := decode("")
+	forced.capJob(spec)
+	if !spec.Sandbox.On() || !spec.IsSet("sandbox") {
+		t.Errorf("a forced policy left the job unsandboxed: %+v", spec.Sandbox)
 	}
 }
 
