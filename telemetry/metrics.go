@@ -26,6 +26,7 @@ const (
 	MetricHTTPOpen       = "pneuma.http.connections"
 	MetricEventsSent     = "pneuma.ws.events.sent"
 	MetricClientsDropped = "pneuma.ws.clients.dropped"
+	MetricSandboxRefused = "pneuma.sandbox.refused"
 )
 
 // instruments are every instrument pneuma records.
@@ -33,6 +34,7 @@ type instruments struct {
 	jobsFinished, tokens, holds, apiErrors metric.Int64Counter
 	toolCalls, spansDropped, httpRequests  metric.Int64Counter
 	eventsSent, clientsDropped             metric.Int64Counter
+	sandboxRefused                         metric.Int64Counter
 	cost                                   metric.Float64Counter
 	jobsRunning, httpOpen                  metric.Int64UpDownCounter
 	concurrency                            metric.Int64Gauge
@@ -65,6 +67,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	secs(MetricJobDuration, "Job duration, from start to result, by status.", &i.jobDuration, &errs[13])
 	secs(MetricTurnDuration, "Turn duration, from prompt to result, as the CLI measured it.", &i.turnDuration, &errs[14])
 	secs(MetricQueueWait, "Wait of an attempt for a start slot (concurrency, stagger, holds).", &i.queueWait, &errs[15])
+	i.sandboxRefused, errs[17] = m.Int64Counter(MetricSandboxRefused, metric.WithDescription("Connections a job's sandbox proxy refused (hosts not in the API endpoint or the job's sandbox.network)."))
 	secs(MetricHoldWait, "Wait a usage-limit hold announced, until the limit's reset.", &i.holdWait, &errs[16])
 	for _, err := range errs {
 		if err != nil {

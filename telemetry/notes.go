@@ -80,6 +80,9 @@ func (o *Observer) recordJob(res *report.Job) {
 	ctx := context.Background()
 	o.inst.jobsFinished.Add(ctx, 1, metric.WithAttributes(attribute.String("status", res.Status), attribute.String("reason", res.Reason)))
 	o.inst.jobDuration.Record(ctx, float64(res.DurationMS)/1000, metric.WithAttributes(attribute.String("status", res.Status)))
+	if res.Sandbox != nil && res.Sandbox.RefusedCount > 0 {
+		o.inst.sandboxRefused.Add(ctx, int64(res.Sandbox.RefusedCount))
+	}
 	if res.CostUSD > 0 {
 		o.inst.cost.Add(ctx, res.CostUSD, metric.WithAttributes(attribute.String("model", modelOr(res.Model))))
 	}
