@@ -30,7 +30,9 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 	if !job.UseWorktree {
 		return workspace{}, nil
 	}
-	resumed := prior != nil && prior.WorktreeCreated
+	// A run stopped between making the worktree and the journal line that
+	// says so left it on the job's branch: a resume takes it over too.
+	resumed := prior != nil && (prior.WorktreeCreated || r.madeBefore(ctx, job))
 	if resumed {
 		if _, err := os.Stat(job.Dir); err == nil {
 			return workspace{created: true}, nil
@@ -58,6 +60,30 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 		return workspace{}, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
 	}
 	return workspace{created: true, fresh: true, watch: r.git.Watch(job.Dir)}, nil
+}
+
+// madeBefore reports whether job's worktree already exists on its branch.
+func (r *run) madeBefore(ctx context.Context, job *Job) bool {
+	if _, err := os.Stat(job.Dir); err != nil {
+		return false
+	}
+	list, err := r.git.List(ctx, job.Repo)
+	if err != nil {
+		return false
+	}
+	for _, wt := range list {
+		if wt.Branch == job.Branch && sameDir(wt.Path, job.Dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameDir reports whether a and b name one directory.
+func sameDir(a, b string) bool {
+	ai, errA := os.Stat(a)
+	bi, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(ai, bi)
 }
 
 // makeWorktreeRoom keeps .pneuma out of git's sight and makes the directory

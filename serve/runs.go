@@ -279,6 +279,11 @@ func readProblem(name string, err error) string {
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
 func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
+	return runner.Run(ctx, p, s.runOptions(rep))
+}
+
+// runOptions are the options of every run the server starts or resumes.
+func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 	o := runner.Options{
 		Reporter: rep,
 		Kill:     s.cfg.Kill,
@@ -288,7 +293,7 @@ func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporte
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)
 	}
-	return runner.Run(ctx, p, o)
+	return o
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
@@ -301,21 +306,35 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		s.runError(w, err)
 		return
 	}
-	// The run gets as many of the server's job slots as are free, up to
-	// its concurrency; none free is a 429.
-	slots := s.reserveSlots(max(1, min(p.Concurrency, len(p.Jobs))))
-	if slots == 0 {
-		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusTooManyRequests, "%d sessions and jobs already at work (--max-jobs)", s.cfg.MaxJobs)
+	slots, ok := s.runSlots(w, p)
+	if !ok {
 		return
 	}
-	p.Concurrency = slots
 	log, err := eventlog.Open(runEventsPath(&s.cfg, p.RunID), durableTypes)
 	if err != nil {
 		s.releaseSlots(slots, nil)
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	s.launch(w, p, log, slots, nil, func(ctx context.Context, ru *run) (*report.Report, error) { return s.execRun(ctx, p, ru) })
+}
+
+// runSlots reserves as many of the server's job slots as are free for
+// plan p, up to its concurrency; none free is a 429.
+func (s *Server) runSlots(w http.ResponseWriter, p *runner.Plan) (int, bool) {
+	slots := s.reserveSlots(max(1, min(p.Concurrency, len(p.Jobs))))
+	if slots == 0 {
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusTooManyRequests, "%d sessions and jobs already at work (--max-jobs)", s.cfg.MaxJobs)
+		return 0, false
+	}
+	p.Concurrency = slots
+	return slots, true
+}
+
+// launch runs plan p in the background on the slots reserved for it, and
+// answers the run's id (and the planner's warnings).
+func (s *Server) launch(w http.ResponseWriter, p *runner.Plan, log *eventlog.Log, slots int, warnings []string, exec func(context.Context, *run) (*report.Report, error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ru := &run{id: p.RunID, log: log, status: "running", started: time.Now().UTC(), jobs: len(p.Jobs), slots: slots, cancel: cancel, done: make(chan struct{})}
 	s.releaseSlots(slots, func() {
@@ -326,7 +345,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(ru.done)
 		defer cancel()
-		rep, err := s.execRun(ctx, p, ru)
+		rep, err := exec(ctx, ru)
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
 		if rep != nil {
@@ -337,7 +356,42 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = ru.log.Sync() // run_finished was synced on append (durable types); this is the last flush
 	}()
-	writeJSON(w, http.StatusCreated, map[string]string{"id": ru.id})
+	writeJSON(w, http.StatusCreated, struct {
+		ID       string   `json:"id"`
+		Warnings []string `json:"warnings,omitempty"`
+	}{ru.id, warnings})
+}
+
+// resumeRun is POST /api/runs/{id}/resume: a run the server lost (it was
+// stopped mid-run, its report never written) goes on from its journal like
+// `pneuma run --resume`: finished jobs stay, the rest run, none twice.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
+	ru := s.runOf(w, r)
+	if ru == nil {
+		return
+	}
+	ru.mu.Lock()
+	status := ru.status
+	ru.mu.Unlock()
+	if status != "lost" {
+		writeError(w, http.StatusConflict, "run %s is %s: only a lost run resumes", ru.id, status)
+		return
+	}
+	p, prior, warnings, err := runner.ResumePlan(r.Context(), nil, runner.PlanOptions{
+		OutputDir: s.cfg.StateDir, Binary: s.cfg.Binary, Getenv: s.cfg.Getenv, IsRoot: os.Geteuid() == 0,
+		Roots: s.cfg.Roots, Stagger: -1,
+	}, ru.id)
+	if err != nil {
+		s.runError(w, err)
+		return
+	}
+	slots, ok := s.runSlots(w, p)
+	if !ok {
+		return
+	}
+	s.launch(w, p, ru.log, slots, warnings, func(ctx context.Context, nru *run) (*report.Report, error) {
+		return runner.Resume(ctx, p, prior, s.runOptions(nru))
+	})
 }
 
 // runError maps planning errors: bad jobs 400 with every problem, a repo
