@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,9 +54,12 @@ type wsConn struct {
 	conn   *websocket.Conn
 	cork   *corkConn // conn's connection: a batch of events is one write
 	target wsTarget
-	// delivered is the seq of the last event written to the client.
-	delivered atomic.Int64
-	acked     atomic.Int64
+	// delivered is the seq of the last event written to the client;
+	// deliveredMu guards sent, closed and renewed at each change of it.
+	delivered   atomic.Int64
+	deliveredMu sync.Mutex
+	sent        chan struct{}
+	acked       atomic.Int64
 	// scope is the token's: below operate, the client only follows.
 	scope Scope
 
@@ -74,7 +78,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	defer s.conns.Done()
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	c := &wsConn{s: s, conn: conn, cork: cw.conn, target: t}
+	c := &wsConn{s: s, conn: conn, cork: cw.conn, target: t, sent: make(chan struct{})}
 	defer c.stopPump()
 	if sc, authed := r.Context().Value(authedKey{}).(Scope); authed {
 		c.scope = sc
@@ -193,8 +197,56 @@ func (c *wsConn) handle(ctx context.Context, m clientMessage) {
 		if err != nil {
 			out = errorReply(err, "rejected")
 		}
+		if r, ok := out.(eventReply); ok {
+			c.awaitDelivered(ctx, r.seq)
+			out = r.msg
+		}
 		c.reply(ctx, out)
 	}
+}
+
+// eventReply is a reply that names an event of the log by its seq
+// (message_accepted). The client is sent it only after that event: a client
+// that tracks the last seq it saw (docs/serve.md) must not see a seq before
+// the event that has it, or it would take the event for one it has seen.
+type eventReply struct {
+	seq int64
+	msg any
+}
+
+// awaitDelivered waits until the event seq was written to the client, the
+// pump stopped (the connection is ending), or a write's time passed (the
+// pump's watchdog closes a connection stuck that long). Called from the
+// connection's loop, which alone starts and stops the pump.
+func (c *wsConn) awaitDelivered(ctx context.Context, seq int64) {
+	timer := time.NewTimer(writeTimeout)
+	defer timer.Stop()
+	for {
+		c.deliveredMu.Lock()
+		sent := c.sent
+		c.deliveredMu.Unlock()
+		if c.delivered.Load() >= seq {
+			return
+		}
+		select {
+		case <-sent:
+		case <-c.pumpDone:
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// setDelivered records the last event written and wakes awaitDelivered.
+func (c *wsConn) setDelivered(seq int64) {
+	c.delivered.Store(seq)
+	c.deliveredMu.Lock()
+	close(c.sent)
+	c.sent = make(chan struct{})
+	c.deliveredMu.Unlock()
 }
 
 func errorReply(err error, code string) map[string]string {
@@ -219,7 +271,7 @@ func (c *wsConn) startPump(ctx context.Context, after int64) {
 	done := make(chan struct{})
 	c.pumpStop, c.pumpDone = stop, done
 	sub := c.target.eventLog().Subscribe(after, c.s.cfg.Buffer)
-	c.delivered.Store(sub.Last())
+	c.setDelivered(sub.Last())
 	go func() {
 		defer close(done)
 		defer sub.Close()
@@ -283,7 +335,7 @@ func (c *wsConn) writeBatch(ctx context.Context, evs []eventlog.Event) error {
 	if err := c.cork.uncork(); err != nil {
 		return err
 	}
-	c.delivered.Store(evs[len(evs)-1].Seq)
+	c.setDelivered(evs[len(evs)-1].Seq)
 	c.s.countSent(len(evs))
 	return nil
 }
@@ -306,7 +358,8 @@ func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": "message_accepted", "seq": ref.seq, "client_msg_id": m.ClientMsgID}, nil
+		msg := map[string]any{"type": "message_accepted", "seq": ref.seq, "client_msg_id": m.ClientMsgID}
+		return eventReply{seq: ref.seq, msg: msg}, nil
 	case "permission_response":
 		p := permissionRequest{Behavior: m.Behavior, UpdatedInput: m.UpdatedInput, Message: m.Message}
 		if err := t.e.answer(m.RequestID, p); err != nil {

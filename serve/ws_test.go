@@ -170,12 +170,57 @@ func TestReplayAfterReconnect(t *testing.T) {
 		t.Fatalf("live after replay: %v", m)
 	}
 	send(t, ctx, c, `{"type":"user_message","content":"hi","client_msg_id":"x"}`)
-	// The reply and the events of the turn interleave; both must come.
+	// The reply and the events of the turn interleave; both must come, the
+	// reply after the message's event.
 	var accepted, user bool
 	for !(accepted && user) {
 		m := readMsg(t, ctx, c)
+		if m["type"] == "message_accepted" && !user {
+			t.Fatalf("%v before its user_message event", m)
+		}
 		accepted = accepted || m["type"] == "message_accepted" && seqOf(m) == 22
 		user = user || m["type"] == "user_message" && seqOf(m) == 22
+	}
+}
+
+// TestAcceptedAfterItsEvent: a user_message sent right after subscribing,
+// while the replay is still being written, is answered message_accepted
+// {seq:N} only after the event N: a client that takes the last seq it saw
+// from every frame (docs/serve.md, the console) would otherwise drop the
+// event as one it had seen. Every event comes once, in seq order.
+func TestAcceptedAfterItsEvent(t *testing.T) {
+	b := newBed(t, nil)
+	id := b.createSession()
+	sess := b.engine.last()
+	pad := strings.Repeat("x", 2000)
+	for i := 1; i <= 3000; i++ { // a replay of several pages: the pump is busy
+		sess.emit("stream_event", map[string]any{"i": i, "pad": pad})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := b.dial(ctx, "/api/sessions/"+id+"/ws", testToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	send(t, ctx, c, `{"type":"subscribe","last_seq":0}`)
+	send(t, ctx, c, `{"type":"user_message","content":"hi","client_msg_id":"m1"}`)
+	var last int64
+	for {
+		m := readMsg(t, ctx, c)
+		if m["type"] == "message_accepted" {
+			if seqOf(m) > last {
+				t.Fatalf("message_accepted for seq %d came before that event (the last event sent was %d)", seqOf(m), last)
+			}
+			if last < 3001 || m["client_msg_id"] != "m1" {
+				t.Fatalf("accepted %v after event %d, want seq 3001", m, last)
+			}
+			return
+		}
+		if seqOf(m) != last+1 {
+			t.Fatalf("event %v after seq %d: want seq %d", m["type"], last, last+1)
+		}
+		last = seqOf(m)
 	}
 }
 

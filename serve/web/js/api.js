@@ -127,7 +127,9 @@ export class Stream {
     let ev;
     try { ev = JSON.parse(data); } catch { return; }
     if (!ev || typeof ev !== 'object') return;
-    if (typeof ev.seq === 'number' && ev.seq > 0) {
+    // message_accepted names the seq of the message's event: a reply, not
+    // an event, so it never moves lastSeq (the server sends it after the event).
+    if (typeof ev.seq === 'number' && ev.seq > 0 && ev.type !== 'message_accepted') {
       if (ev.seq <= this.lastSeq) return; // already shown: a replay after reconnecting
       this.lastSeq = ev.seq;
       this.scheduleAck();
