@@ -1,8 +1,16 @@
 # pneuma's build, test and benchmark entry points. `make test` is what CI runs.
 
-CLAUDE_VERSION := 2.1.197
-CLAUDE_DIR     := .cache/claude
-CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+# Two pinned CLIs: the newest (the whole suite runs on it) and the oldest pneuma supports
+# (the contract subset runs on it). scripts/bump-claude.sh VERSION moves the newest pin.
+CLAUDE_VERSION     := 2.1.332
+CLAUDE_DIR         := .cache/claude
+CLAUDE_BIN         := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+CLAUDE_OLD_VERSION := 2.1.197
+CLAUDE_OLD_DIR     := .cache/claude-old
+CLAUDE_OLD_BIN     := $(CLAUDE_OLD_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+# The contract subset: end-to-end tests whose outcome depends on the CLI's behaviour.
+CONTRACT_PKGS      := ./claude/... ./runner/ ./cmd/ ./history/ ./internal/testbed/...
+CONTRACT_RUN       := Contract|RealCLI
 AXE_DIR        := .cache/axe
 GO             ?= go
 FUZZTIME       ?= 10s
@@ -12,7 +20,7 @@ STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
 
-.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
+.PHONY: all build claude claude-old test-contract-old axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
 
 all: build
 
@@ -30,6 +38,16 @@ $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/clau
 	@$(CLAUDE_BIN) --version | grep -q '^$(CLAUDE_VERSION) ' || { echo "installed CLI is not $(CLAUDE_VERSION)"; exit 1; }
 	touch $@
 
+## claude-old: install the oldest supported Claude Code CLI into .cache/claude-old (npm, lockfile)
+claude-old: $(CLAUDE_OLD_DIR)/.installed-$(CLAUDE_OLD_VERSION)
+
+$(CLAUDE_OLD_DIR)/.installed-$(CLAUDE_OLD_VERSION): tools/claude-old/package.json tools/claude-old/package-lock.json
+	mkdir -p $(CLAUDE_OLD_DIR)
+	cp tools/claude-old/package.json tools/claude-old/package-lock.json $(CLAUDE_OLD_DIR)/
+	cd $(CLAUDE_OLD_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@$(CLAUDE_OLD_BIN) --version | grep -q '^$(CLAUDE_OLD_VERSION) ' || { echo "installed CLI is not $(CLAUDE_OLD_VERSION)"; exit 1; }
+	touch $@
+
 ## axe: install the pinned axe-core (the browser tests' accessibility check) into .cache/axe
 axe: $(AXE_DIR)/.installed
 
@@ -39,11 +57,18 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 	cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## test: install what the tests need, then run every test (end to end included) under -race
-test: lint claude test-deps
+## test: install what the tests need, then run every test (end to end included) under -race on
+## the newest pinned CLI, and the contract subset on the oldest supported one
+test: lint claude claude-old test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) test-contract-old
 	$(MAKE) fuzz
 	$(MAKE) actionlint
+
+## test-contract-old: the tests named Contract* or *RealCLI* (they depend on the CLI's behaviour)
+## on the oldest supported CLI, without -race
+test-contract-old: claude-old
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_OLD_BIN) $(GO) test -count=1 -timeout 20m -run '$(CONTRACT_RUN)' $(CONTRACT_PKGS)
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console)

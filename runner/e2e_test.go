@@ -345,7 +345,9 @@ func TestRetryResumesSession(t *testing.T) {
 			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step1.txt"), "one\n"))
 		case calls == 2:
 			return fakeapi.Error(529, "overloaded_error", "Overloaded")
-		case r.HasToolResult():
+		case r.HasToolResult() && !strings.Contains(r.LastUser().Text(), "Continue where you left off"):
+			// CLI 2.1.332 sends the continue prompt in the same user message as
+			// the interrupted tool's result; 2.1.197 in a message of its own.
 			return fakeapi.Text("all done")
 		}
 		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step2.txt"), "two\n"))
@@ -572,8 +574,9 @@ func TestPolicyEditedInputIsApplied(t *testing.T) {
 		if r.HasToolResult() {
 			return fakeapi.Text("gave up waiting")
 		}
-		// The model asks for a 60 s command; the policy caps it at 2 s.
-		return fakeapi.ToolUse(fakeapi.Tool("Bash", map[string]any{"command": "sleep 60", "description": "wait", "timeout": 60000}))
+		// The model asks for a command that never ends; the policy caps it at 2 s. Not
+		// `sleep 60`: CLI 2.1.332 blocks long sleeps ("use Monitor or run_in_background").
+		return fakeapi.ToolUse(fakeapi.Tool("Bash", map[string]any{"command": "tail -f /dev/null", "description": "wait", "timeout": 60000}))
 	}
 	p := b.plan(repo, `version: 1
 jobs:
@@ -581,7 +584,7 @@ jobs:
     prompt: TOKEN-SLOW wait a minute
     permission_mode: bypassPermissions
     policy:
-      allow: ["Bash(sleep *)"]
+      allow: ["Bash(tail *)"]
       bash_timeout: 2s
 `)
 	start := time.Now()
