@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
@@ -99,7 +100,7 @@ func TestRealCLITurn(t *testing.T) {
 			gotInit = ev.Init
 		}
 	}
-	if gotInit == nil || gotInit.SessionID != sid || gotInit.Version != "2.1.197" {
+	if gotInit == nil || gotInit.SessionID != sid || gotInit.Version != claudetest.PinnedVersion(t, realCLI(t)) {
 		t.Fatalf("init = %+v", gotInit)
 	}
 	if tools := slices.Sorted(slices.Values(gotInit.Tools)); !slices.Equal(tools, []string{"Read", "Write"}) {
