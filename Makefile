@@ -1,8 +1,14 @@
 # pneuma's build, test and benchmark entry points. `make test` is what CI runs.
 
-CLAUDE_VERSION := 2.1.197
-CLAUDE_DIR     := .cache/claude
-CLAUDE_BIN     := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+# Two pinned CLIs: the one `make test` runs the whole suite on, and the newest release
+# (`make test-next` runs the whole suite on it; it does not pass yet: README, "Claude Code
+# versions"). scripts/bump-claude.sh VERSION moves the newest pin.
+CLAUDE_VERSION      := 2.1.197
+CLAUDE_DIR          := .cache/claude
+CLAUDE_BIN          := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+CLAUDE_NEXT_VERSION := 2.1.332
+CLAUDE_NEXT_DIR     := .cache/claude-next
+CLAUDE_NEXT_BIN     := $(CLAUDE_NEXT_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
 AXE_DIR        := .cache/axe
 GO             ?= go
 FUZZTIME       ?= 10s
@@ -12,7 +18,7 @@ STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
 
-.PHONY: all build claude axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
+.PHONY: all build claude claude-next test-next axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
 
 all: build
 
@@ -30,6 +36,16 @@ $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/clau
 	@$(CLAUDE_BIN) --version | grep -q '^$(CLAUDE_VERSION) ' || { echo "installed CLI is not $(CLAUDE_VERSION)"; exit 1; }
 	touch $@
 
+## claude-next: install the newest pinned Claude Code CLI into .cache/claude-next (npm, lockfile)
+claude-next: $(CLAUDE_NEXT_DIR)/.installed-$(CLAUDE_NEXT_VERSION)
+
+$(CLAUDE_NEXT_DIR)/.installed-$(CLAUDE_NEXT_VERSION): tools/claude-next/package.json tools/claude-next/package-lock.json
+	mkdir -p $(CLAUDE_NEXT_DIR)
+	cp tools/claude-next/package.json tools/claude-next/package-lock.json $(CLAUDE_NEXT_DIR)/
+	cd $(CLAUDE_NEXT_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@$(CLAUDE_NEXT_BIN) --version | grep -q '^$(CLAUDE_NEXT_VERSION) ' || { echo "installed CLI is not $(CLAUDE_NEXT_VERSION)"; exit 1; }
+	touch $@
+
 ## axe: install the pinned axe-core (the browser tests' accessibility check) into .cache/axe
 axe: $(AXE_DIR)/.installed
 
@@ -44,6 +60,11 @@ test: lint claude test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
 	$(MAKE) actionlint
+
+## test-next: the whole suite on the newest pinned CLI, without -race (not in `make test`: the
+## README lists what still fails on it)
+test-next: claude-next test-deps
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_NEXT_BIN) $(GO) test -count=1 -timeout 40m ./...
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite)

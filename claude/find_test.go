@@ -92,9 +92,10 @@ func TestVersion(t *testing.T) {
 
 func TestVersionRealCLI(t *testing.T) {
 	bin := realCLI(t)
+	want := claudetest.PinnedVersion(t, bin)
 	got, err := Version(context.Background(), bin)
-	if err != nil || got != "2.1.197" {
-		t.Fatalf("Version() = %q, %v; want 2.1.197", got, err)
+	if err != nil || got != want {
+		t.Fatalf("Version() = %q, %v; want the pin %s", got, err, want)
 	}
 }
 

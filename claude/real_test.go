@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 )
 
@@ -99,7 +100,7 @@ func TestRealCLITurn(t *testing.T) {
 			gotInit = ev.Init
 		}
 	}
-	if gotInit == nil || gotInit.SessionID != sid || gotInit.Version != "2.1.197" {
+	if gotInit == nil || gotInit.SessionID != sid || gotInit.Version != claudetest.PinnedVersion(t, realCLI(t)) {
 		t.Fatalf("init = %+v", gotInit)
 	}
 	if tools := slices.Sorted(slices.Values(gotInit.Tools)); !slices.Equal(tools, []string{"Read", "Write"}) {
@@ -217,10 +218,11 @@ func TestRealCLINoTools(t *testing.T) {
 }
 
 // A background process started by a Bash tool is in the CLI's process
-// group: Wait kills it once the CLI has exited.
+// group: Wait kills it once the CLI has exited. Not `sleep 300 &`: CLI 2.1.332
+// blocks a long sleep followed by other commands.
 func TestRealCLIBackgroundToolKilled(t *testing.T) {
 	api := fakeapi.New(t, fakeapi.Sequence(
-		fakeapi.ToolUse(fakeapi.Bash("sleep 300 >/dev/null 2>&1 & echo bgpid=$!")),
+		fakeapi.ToolUse(fakeapi.Bash("tail -f /dev/null >/dev/null 2>&1 & echo bgpid=$!")),
 		fakeapi.Text("done"),
 	))
 	p := startRealEnv(t, api, t.TempDir(), Options{MaxTurns: 3, PermissionMode: "bypassPermissions"}, "IS_SANDBOX=1")
@@ -234,12 +236,16 @@ func TestRealCLIBackgroundToolKilled(t *testing.T) {
 		if ev.Type != TypeUser || ev.Message == nil {
 			continue
 		}
+		// The raw content, whatever its shape: a string (2.1.197) or a list
+		// of blocks (2.1.332).
 		for _, b := range ev.Message.Content {
-			var text string
-			if json.Unmarshal(b.Content, &text) == nil {
-				if i := strings.Index(text, "bgpid="); i >= 0 {
-					fmt.Sscanf(text[i:], "bgpid=%d", &pid)
-				}
+			text := string(b.Content)
+			var s string
+			if json.Unmarshal(b.Content, &s) == nil {
+				text = s
+			}
+			if i := strings.Index(text, "bgpid="); i >= 0 {
+				fmt.Sscanf(text[i:], "bgpid=%d", &pid)
 			}
 		}
 	}

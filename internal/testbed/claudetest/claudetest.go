@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -392,4 +393,62 @@ func Git(t testing.TB, dir string, args ...string) string {
 		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// pinFiles are the package.json files that pin the CLIs the tests run: the
+// one `make test` runs the whole suite on, and the newest (`make test-next`).
+var pinFiles = []string{"tools/claude/package.json", "tools/claude-next/package.json"}
+
+// Pins returns the pinned CLI versions, the suite's first, read from the pin
+// files under the module root, so that version assertions follow a bump.
+func Pins(t testing.TB) []string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatalf("find the pinned CLI versions: %v", err)
+	}
+	var pins []string
+	for _, f := range pinFiles {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatalf("read the CLI pin: %v", err)
+		}
+		var pkg struct {
+			Dependencies map[string]string `json:"dependencies"`
+		}
+		if err := json.Unmarshal(data, &pkg); err != nil {
+			t.Fatalf("decode the CLI pin %s: %v", f, err)
+		}
+		v := pkg.Dependencies["@anthropic-ai/claude-code"]
+		if v == "" {
+			t.Fatalf("%s pins no @anthropic-ai/claude-code", f)
+		}
+		pins = append(pins, v)
+	}
+	return pins
+}
+
+// PinnedVersion returns the version of the CLI at bin (the "version" of the
+// package.json it was installed with) and fails the test unless it is one of
+// the pins.
+func PinnedVersion(t testing.TB, bin string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		t.Fatalf("resolve the CLI binary: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(real), "..", "package.json"))
+	if err != nil {
+		t.Fatalf("read the installed CLI's package.json: %v", err)
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil || pkg.Version == "" {
+		t.Fatalf("decode the installed CLI's package.json: %v", err)
+	}
+	if !slices.Contains(Pins(t), pkg.Version) {
+		t.Fatalf("the CLI at %s is %s, not one of the pins %v", bin, pkg.Version, Pins(t))
+	}
+	return pkg.Version
 }

@@ -261,15 +261,36 @@ func blocksText(raw json.RawMessage) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
-// WorkingDir returns the directory the CLI runs in, as it states it in its
-// default system prompt ("Primary working directory: /path"), or "" when the
-// system prompt does not say (for instance under --system-prompt).
+// WorkingDir returns the directory the CLI runs in, as it states it
+// ("Primary working directory: /path"): in the system prompt (CLI 2.1.197) or
+// in a system-role message inside "messages" (CLI 2.1.332), or "" when neither
+// says (for instance under --system-prompt).
 func (r *Request) WorkingDir() string {
+	if dir := primaryDir(r.System); dir != "" {
+		return dir
+	}
+	for _, m := range r.Messages {
+		if m.Role == "system" {
+			if dir := primaryDir(m.Text()); dir != "" {
+				return dir
+			}
+		}
+	}
+	for _, m := range r.Messages {
+		if dir := primaryDir(m.Text()); dir != "" {
+			return dir
+		}
+	}
+	return ""
+}
+
+// primaryDir returns the path after "Primary working directory: " in text, or "".
+func primaryDir(text string) string {
 	const marker = "Primary working directory: "
-	i := strings.Index(r.System, marker)
+	i := strings.Index(text, marker)
 	if i < 0 {
 		return ""
 	}
-	dir, _, _ := strings.Cut(r.System[i+len(marker):], "\n")
+	dir, _, _ := strings.Cut(text[i+len(marker):], "\n")
 	return strings.TrimSpace(dir)
 }

@@ -122,3 +122,19 @@ func TestWorkingDir(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkingDirInSystemMessage: CLI 2.1.332 states its environment in a
+// system-role message inside "messages", not in the system prompt.
+func TestWorkingDirInSystemMessage(t *testing.T) {
+	t.Parallel()
+	r := &fakeapi.Request{
+		System: "You are Claude Code.",
+		Messages: []fakeapi.Message{
+			{Role: "system", Content: []fakeapi.Block{{Type: "text", Text: "# Environment\n - Primary working directory: /tmp/job two\n - Platform: linux"}}},
+			{Role: "user", Content: []fakeapi.Block{{Type: "text", Text: "hello"}}},
+		},
+	}
+	if got := r.WorkingDir(); got != "/tmp/job two" {
+		t.Errorf("WorkingDir = %q, want /tmp/job two", got)
+	}
+}
