@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"math/big"
 	"net"
 	"net/http"
@@ -122,12 +123,7 @@ func TestServeTLS(t *testing.T) {
 		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude",
 			"--tls-cert", cert, "--tls-key", key, "--access-log", "off")
 	}()
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if i := strings.Index(out.String(), "https://"); i >= 0 && strings.Contains(out.String()[i:], "\n") {
-			url = strings.Fields(out.String()[i:])[0]
-		}
-	}
+	url := servedURL(t, out, "https://")
 	base, _, ok := strings.Cut(url, "#token=")
 	if !ok {
 		t.Fatalf("no https URL in %q", out.String())
@@ -196,12 +192,7 @@ func TestServeConnectionCap(t *testing.T) {
 		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude",
 			"--max-conns", "2", "--access-log", "off")
 	}()
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if i := strings.Index(out.String(), "http://"); i >= 0 && strings.Contains(out.String()[i:], "\n") {
-			url = strings.Fields(out.String()[i:])[0]
-		}
-	}
+	url := servedURL(t, out, "http://")
 	base, _, _ := strings.Cut(url, "#")
 	host := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/")
 	var held []net.Conn
@@ -255,4 +246,18 @@ func TestServePolicyFromConfig(t *testing.T) {
 		got.ClientMaxTimeout != 10*time.Minute || got.ClientMaxTurns != 7 || got.MaxJobs != 3 {
 		t.Fatalf("options: %+v", got)
 	}
+}
+
+// servedURL waits for the URL pneuma serve prints (scheme "http://" or
+// "https://") in out and returns it; "" when none came within 10 s.
+func servedURL(t *testing.T, out *syncBuffer, scheme string) string {
+	t.Helper()
+	var url string
+	poll.Until(10*time.Second, func() bool {
+		if i := strings.Index(out.String(), scheme); i >= 0 && strings.Contains(out.String()[i:], "\n") {
+			url = strings.Fields(out.String()[i:])[0]
+		}
+		return url != ""
+	})
+	return url
 }
