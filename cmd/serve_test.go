@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"math/big"
 	"net"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 func serveCmd(ctx context.Context, out *syncBuffer, args ...string) error {
