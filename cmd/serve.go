@@ -52,6 +52,7 @@ type ServeOptions struct {
 	ClientMaxBudgetUSD    float64       `mapstructure:"client_max_budget_usd"`
 	ClientMaxTimeout      time.Duration `mapstructure:"client_max_timeout"`
 	ClientSandbox         bool          `mapstructure:"client_sandbox"`
+	IdleTimeout           time.Duration `mapstructure:"idle_timeout"`
 	MetricsAddr           string        `mapstructure:"metrics_addr"`
 }
 
@@ -123,6 +124,7 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.Int("client-max-turns", 0, "the largest max_turns a client may set (0: no cap)")
 	f.Float64("client-max-budget-usd", 0, "the largest budget a client may set, per job or run (0: no cap)")
 	f.Duration("client-max-timeout", 0, "the largest timeout or idle_timeout a client may set (0: no cap)")
+	f.Duration("idle-timeout", 2*time.Minute, "close a keep-alive connection idle this long")
 	f.Bool("client-sandbox", false, "run every job and session a client starts in pneuma's sandbox (bubblewrap; sandbox: false is refused)")
 	f.String("state-dir", "", "where sessions and runs keep their state (default: .pneuma/serve)")
 	f.StringArray("allow-origin", nil, "a foreign browser origin allowed to call the API (repeatable; * for any)")
@@ -209,7 +211,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
-	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: max(o.IdleTimeout, time.Millisecond), MaxHeaderBytes: 64 << 10}
 	ln = netutil.LimitListener(ln, max(o.MaxConns, 1))
 	served := make(chan error, 1)
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -261,4 +262,32 @@ func servedURL(t *testing.T, out *syncBuffer, scheme string) string {
 		return url != ""
 	})
 	return url
+}
+
+// TestServeIdleTimeout: a keep-alive connection that goes quiet is closed
+// (an idle connection is a slot of --max-conns held for nothing).
+func TestServeIdleTimeout(t *testing.T) {
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude",
+			"--idle-timeout", "200ms", "--access-log", "off")
+	}()
+	defer func() { cancel(); <-done }()
+	base, _, _ := strings.Cut(servedURL(t, out, "http://"), "#")
+	host := strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + host + "\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	data, err := io.ReadAll(conn) // the answer, then EOF when the server closes the idle connection
+	if err != nil || !strings.HasPrefix(string(data), "HTTP/1.1 200") {
+		t.Fatalf("idle keep-alive connection not closed by the server: %q, %v", data, err)
+	}
 }
