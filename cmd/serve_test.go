@@ -71,15 +71,7 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("health with the printed token: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("stop: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stopServe(t, cancel, done)
 }
 
 func TestServeTransportRefusals(t *testing.T) {
@@ -142,15 +134,7 @@ func TestServeTLS(t *testing.T) {
 			t.Fatal("plain HTTP answered on a TLS server")
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("stop: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stopServe(t, cancel, done)
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.
@@ -289,5 +273,20 @@ func TestServeIdleTimeout(t *testing.T) {
 	data, err := io.ReadAll(conn) // the answer, then EOF when the server closes the idle connection
 	if err != nil || !strings.HasPrefix(string(data), "HTTP/1.1 200") {
 		t.Fatalf("idle keep-alive connection not closed by the server: %q, %v", data, err)
+	}
+}
+
+// stopServe cancels a serveCmd started in the background and waits for it
+// to return without an error.
+func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }

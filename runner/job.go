@@ -7,7 +7,6 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/report"
-	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // A job's lifecycle is four stages, each in its own file:
@@ -38,7 +37,6 @@ type jobRun struct {
 	ws    workspace
 	prior *JobState
 	start time.Time
-	box   *sandbox.Box // the job's sandbox, while driven (nil: none)
 }
 
 // openJob passes the gate and prepares the job's workspace and records.
@@ -94,7 +92,6 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 		*res = failed(*res, report.ReasonWorkspace, err)
 		return *res
 	}
-	jr.box = box
 	defer closeSandbox(box) // after the finish stage: its transcript is read from the box's config dir
 	ctx = withBox(ctx, box)
 	sessionID := r.attempts(ctx, job, records, jr.prior, res)
@@ -110,7 +107,7 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 	if err := records.close(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
-	noteSandbox(res, jr.box)
+	noteSandbox(res, box)
 	res.DurationMS = time.Since(jr.start).Milliseconds()
 	redactResult(res)
 	return *res
