@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the module for a fixed time each ($1, default 10s).
 #
-# Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
-# exceeded" when -fuzztime runs out while a worker is busy on a loaded machine
-# (golang/go#75804, fixed in Go 1.27). A real finding always writes its input
-# to testdata/fuzz ("Failing input written to"); a failure that wrote none and
-# says only that is run once more, and fails if it happens again.
+# Minimizing a newly interesting input may take up to -fuzzminimizetime
+# (60s by default) during which no execs are counted; when -fuzztime runs out
+# in the middle of it, Go 1.26's coordinator fails the target with a bare
+# "context deadline exceeded" (seen in CI on FuzzShellParserNotMorePermissive:
+# 0 execs/s for the last seconds, then the failure). Minimization is therefore
+# bounded well inside -fuzztime. A real finding always writes its input to
+# testdata/fuzz ("Failing input written to"); a failure that wrote none and
+# says only that the deadline came is run once more, and fails if it happens
+# again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${1:-10s}"
@@ -13,7 +17,7 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
 fuzz_one() { # pkg target
-  go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1" 2>&1 | tee "$log"
+  go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s "$1" 2>&1 | tee "$log"
   return "${PIPESTATUS[0]}"
 }
 
