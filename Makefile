@@ -1,8 +1,8 @@
 # pneuma's build, test and benchmark entry points. `make test` is what CI runs.
 
-# Two pinned CLIs: the one `make test` runs the whole suite on, and the newest release
-# (`make test-next` runs the whole suite on it; it does not pass yet: README, "Claude Code
-# versions"). scripts/bump-claude.sh VERSION moves the newest pin.
+# Two pinned CLIs (README, "Claude Code versions"): the newest release, which `make test` runs
+# the whole suite on (CLAUDE_NEXT_*), and the oldest pneuma supports (CLAUDE_*), which `make
+# test-contract` runs the contract subset on. scripts/bump-claude.sh VERSION moves the newest pin.
 CLAUDE_VERSION      := 2.1.197
 CLAUDE_DIR          := .cache/claude
 CLAUDE_BIN          := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
@@ -18,7 +18,7 @@ STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
 
-.PHONY: all build claude claude-next test-next axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
+.PHONY: all build claude claude-next test-next test-contract axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
 
 all: build
 
@@ -26,7 +26,7 @@ all: build
 build:
 	$(GO) build -o bin/pneuma .
 
-## claude: install the pinned Claude Code CLI into .cache/claude (npm, lockfile)
+## claude: install the oldest supported Claude Code CLI into .cache/claude (npm, lockfile)
 claude: $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION)
 
 $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/claude/package-lock.json
@@ -55,16 +55,29 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 	cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## test: install what the tests need, then run every test (end to end included) under -race
-test: lint claude test-deps
-	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+## test: install what the tests need, then run every test (end to end included) under -race on
+## the newest pinned CLI, then the contract subset on the oldest supported one
+test: lint claude-next test-deps
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_NEXT_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) test-contract
 	$(MAKE) fuzz
 	$(MAKE) actionlint
 
-## test-next: the whole suite on the newest pinned CLI, without -race (not in `make test`: the
-## README lists what still fails on it)
+## test-next: the whole suite on the newest pinned CLI, without -race and without the rest of
+## `make test` (what scripts/bump-claude.sh runs after moving the pin)
 test-next: claude-next test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_NEXT_BIN) $(GO) test -count=1 -timeout 40m ./...
+
+# The contract subset: the end-to-end tests that depend on how the CLI behaves (its flags,
+# stream, transcripts, prices, retries, tool results): every test of the test bed's own CLI
+# suite, and the tests named RealCLI or EndToEnd in the packages that drive or read the CLI.
+CONTRACT_PKGS := ./claude/ ./history/ ./runner/
+CONTRACT_RUN  := RealCLI|EndToEnd
+
+## test-contract: the contract subset on the oldest supported CLI, without -race (a few minutes)
+test-contract: claude
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -count=1 -timeout 15m ./internal/testbed/claudetest/
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -count=1 -timeout 15m -run '$(CONTRACT_RUN)' $(CONTRACT_PKGS)
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite)
@@ -101,9 +114,9 @@ bench: build claude bench-deps
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
 
-## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
-demo: build claude
-	$(GO) run ./tools/demo -- ./bin/pneuma $(CLAUDE_BIN)
+## demo: run jobs.example.yaml offline through the newest pinned CLI against the fake API
+demo: build claude-next
+	$(GO) run ./tools/demo -- ./bin/pneuma $(CLAUDE_NEXT_BIN)
 
 vet:
 	$(GO) vet ./...
