@@ -357,7 +357,7 @@ func TestReporterNotifiesARun(t *testing.T) {
 	r := newReceiver(t)
 	n := newNotifier(t, []Target{{URL: r.URL}}, Options{})
 	var seen atomic.Int32
-	rep := n.Reporter(reporterFunc(func(runner.Event) { seen.Add(1) }), "https://pneuma.example/#/runs/R")
+	rep := n.Reporter(reporterFunc(func(runner.Event) { seen.Add(1) }), func(id string) string { return "https://pneuma.example/#/runs/" + id })
 	now := time.Now()
 	for _, e := range []runner.Event{
 		{Type: runner.EventRunStarted, RunID: "R"},
@@ -441,7 +441,7 @@ func TestSessionsNotifyPermissionAndIdle(t *testing.T) {
 func TestDisabledNotifierPassesThrough(t *testing.T) {
 	var n *Notifier
 	var seen int
-	rep := n.Reporter(reporterFunc(func(runner.Event) { seen++ }), "")
+	rep := n.Reporter(reporterFunc(func(runner.Event) { seen++ }), nil)
 	rep.Event(runner.Event{Type: runner.EventRunStarted})
 	n.Notify(permission)
 	n.Sessions(nil, nil).Event("s", runner.SessionEvent{Type: "turn_end"})

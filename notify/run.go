@@ -12,15 +12,15 @@ import (
 // for none) and turns a run's events into notifications: job_failed and
 // job_succeeded at a job's end, budget_reached at the first job the
 // budget stopped, usage_limit_hold, and run_finished with the report's
-// totals. consoleURL, when set, is where the run's page is ("" for none).
-func (n *Notifier) Reporter(next runner.Reporter, consoleURL string) runner.Reporter {
+// totals. console, when set, gives a run's page in the console.
+func (n *Notifier) Reporter(next runner.Reporter, console func(runID string) string) runner.Reporter {
 	if !n.Enabled() {
 		if next == nil {
 			return nopReporter{}
 		}
 		return next
 	}
-	return &reporter{n: n, next: next, console: consoleURL}
+	return &reporter{n: n, next: next, console: console}
 }
 
 type nopReporter struct{}
@@ -30,7 +30,7 @@ func (nopReporter) Event(runner.Event) {}
 type reporter struct {
 	n       *Notifier
 	next    runner.Reporter
-	console string
+	console func(runID string) string
 
 	mu     sync.Mutex
 	budget bool // budget_reached was sent
@@ -42,7 +42,10 @@ func (r *reporter) Event(e runner.Event) {
 		r.next.Event(e)
 	}
 	if nt, ok := r.notification(e); ok {
-		nt.RunID, nt.Time, nt.ConsoleURL = e.RunID, e.Time, r.console
+		nt.RunID, nt.Time = e.RunID, e.Time
+		if r.console != nil {
+			nt.ConsoleURL = r.console(e.RunID)
+		}
 		r.n.Notify(nt)
 	}
 }

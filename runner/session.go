@@ -176,6 +176,10 @@ type PermissionDecision struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	// Message is what the model reads (deny).
 	Message string `json:"message,omitempty"`
+	// By says who decided, for the audit's rule and permission_resolved:
+	// ByLink for a notification's approval link; empty is a client. It is
+	// never read from a client's JSON.
+	By string `json:"-"`
 }
 
 // SessionEvent is one thing that happened in a session. A server adds a

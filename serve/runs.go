@@ -293,6 +293,9 @@ func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)
 	}
+	if s.cfg.Notifier.Enabled() {
+		o.Reporter = s.cfg.Notifier.Reporter(o.Reporter, s.consoleURL("runs"))
+	}
 	return o
 }
 
