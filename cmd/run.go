@@ -16,6 +16,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/text"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -51,6 +52,8 @@ type RunOptions struct {
 	FallbackModel string        `mapstructure:"fallback_model"`
 	CPUProfile    string        `mapstructure:"cpuprofile"`
 	Sandbox       bool          `mapstructure:"sandbox"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -154,6 +157,7 @@ func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, erro
 
 // runRun is `pneuma run`.
 func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	io = syncErr(io)
 	if o.CPUProfile != "" {
 		stop, err := startCPUProfile(o.CPUProfile)
 		if err != nil {
@@ -190,6 +194,12 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopTelemetry()
 	tel.Wire(&ropts)
+	notes, stopNotify, err := startNotify(ctx, io, o.Notify)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve"
 	"github.com/pneuma-cli/pneuma/serve/web"
@@ -54,6 +55,9 @@ type ServeOptions struct {
 	ClientSandbox         bool          `mapstructure:"client_sandbox"`
 	IdleTimeout           time.Duration `mapstructure:"idle_timeout"`
 	MetricsAddr           string        `mapstructure:"metrics_addr"`
+	LinkTTL               time.Duration `mapstructure:"link_ttl"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
@@ -117,7 +121,8 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key the server speaks HTTPS")
 	f.String("tls-key", "", "TLS private key file (PEM)")
 	f.Bool("insecure-http", false, "allow plain HTTP on a non-loopback --addr (behind a TLS-terminating proxy)")
-	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's)")
+	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's; permission notifications link to it)")
+	f.Duration("link-ttl", serve.DefaultLinkTTL, "how long the approval link of a permission notification works (it needs --public-url)")
 	f.String("access-log", "-", "where the access log goes: a file, - for stderr, off for none")
 	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, no_worktree, remote, push, pull_request (repeatable)")
 	f.StringArray("client-permission-mode", nil, "a permission mode clients may use (repeatable; default: default, acceptEdits, plan)")
@@ -176,6 +181,12 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		cfg.Metrics = nil
 		fmt.Fprintf(io.ErrOut, "pneuma serve: metrics at http://%s/metrics\n", addr)
 	}
+	notes, stopNotify, err := startNotify(ctx, io, o.Notify)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	cfg.Notifier, cfg.PublicURL, cfg.LinkTTL = notes, o.PublicURL, o.LinkTTL
 	if cfg.Tokens, err = scopedTokens(o, token); err != nil {
 		return err
 	}
@@ -211,6 +222,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
+	sayApprovalLinks(io, notes, srv)
 	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: max(o.IdleTimeout, time.Millisecond), MaxHeaderBytes: 64 << 10}
 	ln = netutil.LimitListener(ln, max(o.MaxConns, 1))
 	served := make(chan error, 1)
