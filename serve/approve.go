@@ -108,7 +108,7 @@ func (l *links) mint(session, request string) (string, time.Time) {
 	}
 	var n [12]byte
 	_, _ = rand.Read(n[:])
-	exp := l.now().Add(l.ttl).Truncate(time.Second)
+	exp := l.clock().Add(l.ttl).Truncate(time.Second)
 	payload := strings.Join([]string{session, request, strconv.FormatInt(exp.Unix(), 10), hex.EncodeToString(n[:])}, "\n")
 	b64 := base64.RawURLEncoding
 	tok := b64.EncodeToString([]byte(payload)) + "." + b64.EncodeToString(l.mac("link", payload))
@@ -139,10 +139,17 @@ func (l *links) parse(tok string) (linkClaims, error) {
 		return linkClaims{}, errLinkInvalid
 	}
 	c := linkClaims{session: f[0], request: f[1], expires: time.Unix(sec, 0), nonce: f[3]}
-	if !l.now().Before(c.expires) {
+	if !l.clock().Before(c.expires) {
 		return c, errLinkExpired
 	}
 	return c, nil
+}
+
+// clock is the links' time (tests move it).
+func (l *links) clock() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now()
 }
 
 // csrf is the page's form token: only a page the server rendered for this

@@ -45,7 +45,7 @@ type diffLine struct {
 
 var approveTmpl = template.Must(template.New("approve").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>pneuma: permission request</title><link rel="stylesheet" href="/app.css"></head>
+<meta name="referrer" content="same-origin"><title>pneuma: permission request</title><link rel="stylesheet" href="/app.css"></head>
 <body><main id="main" class="approve">
 <h1>Permission request</h1>
 {{if .Error}}<p class="error" role="alert" id="link-error">{{.Error}}</p>
@@ -76,6 +76,10 @@ func renderApprove(w http.ResponseWriter, status int, p approvePage) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
+	// With no-referrer, browsers send the form's POST with Origin: null;
+	// same-origin lets them name this server, and still sends the link
+	// (in the Referer) to no one else.
+	h.Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(status)
 	_ = approveTmpl.Execute(w, p)
 }

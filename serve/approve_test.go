@@ -272,6 +272,7 @@ func TestLinkRefusals(t *testing.T) {
 		{"tampered signature", func() page { return post(t, lb.ts.URL+"/approve/"+payload+"."+flip(sig), form, "") }, 403, "not made by this server"},
 		{"garbage", func() page { return get(t, lb.ts.URL+"/approve/nonsense") }, 403, "not made by this server"},
 		{"foreign origin", func() page { return post(t, link, form, "https://evil.example") }, 403, "not sent from the approval page"},
+		{"opaque origin", func() page { return post(t, link, form, "null") }, 403, "not sent from the approval page"},
 		{"no csrf", func() page { return post(t, link, url.Values{"decision": {"allow"}}, "") }, 403, "not sent from the approval page"},
 		{"json body", func() page {
 			req, _ := http.NewRequest("POST", link, strings.NewReader(`{"decision":"allow"}`))
@@ -293,13 +294,13 @@ func TestLinkRefusals(t *testing.T) {
 		t.Fatal("a refused link decided")
 	}
 	// Expired: the same link an hour later.
-	lb.s.links.now = func() time.Time { return time.Now().Add(time.Hour) }
+	setLinkClock(lb.s, func() time.Time { return time.Now().Add(time.Hour) })
 	for name, got := range map[string]page{"get": get(t, link), "post": post(t, link, form, "")} {
 		if got.status != http.StatusGone || !strings.Contains(got.body, "expired") {
 			t.Errorf("expired %s: %d %s", name, got.status, got.body)
 		}
 	}
-	lb.s.links.now = time.Now
+	setLinkClock(lb.s, time.Now)
 	// A link of another server (another key) for the same ids.
 	other := &links{key: []byte("another server's key, 32 bytes!"), ttl: time.Minute, public: lb.ts.URL, now: time.Now}
 	foreign, _ := other.mint(s.st.ID, "req-1")
