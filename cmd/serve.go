@@ -63,7 +63,8 @@ type ServeOptions struct {
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
 WebSocket, with the web console at /.
 
-Every route but /healthz and the console's static files needs
+Every route but /healthz, the console's static files and the page of an
+approval link (/approve/..., docs/notifications.md) needs
 Authorization: Bearer <token>. Without --token-file a token is generated and
 printed once, in the URL's fragment. A non-loopback --addr needs --token-file
 and TLS (--tls-cert/--tls-key), or --insecure-http behind a TLS proxy.
@@ -78,7 +79,8 @@ are limited to --client-permission-mode (default: default, acceptEdits,
 plan). A token with everything allowed is a shell on the host.
 
 Settings come from flags, then PNEUMA_* environment variables (PNEUMA_ADDR,
-PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml).
+PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml), which
+also holds the notify: targets (docs/notifications.md).
 
 EXIT STATUS
   0    stopped by SIGINT or SIGTERM (sessions shut down, work committed)
