@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	stdio "io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/notify"
+	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve"
 )
 
@@ -64,4 +67,22 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// runTargets are a run's notification targets: the config file's, then the
+// jobs file's (a bad one of those is named by the jobs file).
+func runTargets(config []notify.Target, plan *runner.Plan) ([]notify.Target, error) {
+	out := append([]notify.Target(nil), config...)
+	var probs []string
+	for i, t := range plan.Notify {
+		nt := notify.Target{URL: t.URL, Format: t.Format, Events: t.Events, SecretFile: t.SecretFile}
+		for _, p := range nt.Check() {
+			probs = append(probs, fmt.Sprintf("%s: notify[%d]: %s", plan.JobsFile, i, p))
+		}
+		out = append(out, nt)
+	}
+	if len(probs) > 0 {
+		return nil, &ExitError{Code: ExitUsage, Err: errors.New(strings.Join(probs, "\n"))}
+	}
+	return out, nil
 }

@@ -194,7 +194,11 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopTelemetry()
 	tel.Wire(&ropts)
-	notes, stopNotify, err := startNotify(ctx, io, o.Notify)
+	targets, err := runTargets(o.Notify, plan)
+	if err != nil {
+		return err
+	}
+	notes, stopNotify, err := startNotify(ctx, io, targets)
 	if err != nil {
 		return err
 	}

@@ -90,3 +90,43 @@ func TestRunRefusesBadNotifyTargets(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestRunNotifiesFromJobsFile: the jobs file's notify: targets get the
+// run's notifications, their secret_file relative to the jobs file; a bad
+// one is a usage error naming the jobs file.
+func TestRunNotifiesFromJobsFile(t *testing.T) {
+	const secret = "jobs-file-secret-0123456789"
+	var mu sync.Mutex
+	var got []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := notify.Verify([]byte(secret), body, r.Header.Get(notify.HeaderSignature), time.Minute, time.Now()); err != nil {
+			t.Errorf("signature: %v", err)
+		}
+		mu.Lock()
+		got = append(got, r.Header.Get(notify.HeaderEvent))
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	repo := claudetest.GitRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "hook.key"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := writeJobs(t, repo, "version: 1\nnotify:\n  - url: "+hook.URL+"\n    secret_file: hook.key\n    events: [job_succeeded, run_finished]\n"+
+		"jobs:\n  - name: one\n    prompt: first\n")
+	r := run(t, "", nil, "run", "--claude", fakecli.Install(t, fakecli.Scenario{}), path)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	mu.Lock()
+	if strings.Join(got, " ") != "job_succeeded run_finished" {
+		t.Errorf("notifications %q", got)
+	}
+	mu.Unlock()
+
+	bad := writeJobs(t, repo, "version: 1\nnotify:\n  - url: ftp://x/y\njobs:\n  - name: one\n    prompt: first\n")
+	r = run(t, "", nil, "run", "--claude", fakecli.Install(t, fakecli.Scenario{}), bad)
+	if r.code != cmd.ExitUsage || !strings.Contains(r.stderr, "jobs.yaml: notify[0]: url") {
+		t.Fatalf("bad target: exit %d: %s", r.code, r.stderr)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Now is the clock of signatures (default time.Now).
 	Now func() time.Time
+	// ReadFile reads secret files (default os.ReadFile); a server reads a
+	// client's with its root and size checks.
+	ReadFile func(string) ([]byte, error)
 }
 
 func (o *Options) defaults() {
@@ -57,6 +61,9 @@ func (o *Options) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ReadFile == nil {
+		o.ReadFile = os.ReadFile
 	}
 }
 
@@ -110,7 +117,7 @@ func New(targets []Target, o Options) (*Notifier, error) {
 		for _, p := range t.Check() {
 			errs = append(errs, fmt.Errorf("notify[%d]: %s", i, p))
 		}
-		secret, err := t.readSecret()
+		secret, err := t.readSecret(o.ReadFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("notify[%d]: %w", i, err))
 		}

@@ -9,7 +9,6 @@ package notify
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 )
@@ -99,11 +98,11 @@ func (t Target) format() string {
 
 // readSecret reads t's signing key: surrounding space trimmed, at least
 // minSecret bytes. Errors name the file, never its content.
-func (t Target) readSecret() ([]byte, error) {
+func (t Target) readSecret(readFile func(string) ([]byte, error)) ([]byte, error) {
 	if t.SecretFile == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(t.SecretFile)
+	data, err := readFile(t.SecretFile)
 	if err != nil {
 		return nil, fmt.Errorf("secret_file: %w", err)
 	}

@@ -36,6 +36,8 @@ type File struct {
 	Limits      LimitsSpec `yaml:"limits"`
 	Defaults    JobSpec    `yaml:"defaults"`
 	Jobs        []JobSpec  `yaml:"jobs"`
+	// Notify are the run's notification targets (notifyspec.go).
+	Notify []NotifySpec `yaml:"notify"`
 
 	// present records which keys of defaults were written, so that a job's
 	// own zero value ("commit: false") is told apart from an absent key.
@@ -194,6 +196,8 @@ func Decode(path string, data []byte) (*File, error) {
 			if d.scalar(v, &f.Limits) {
 				d.validateLimits(v, f.Limits)
 			}
+		case "notify":
+			f.Notify = d.notifyTargets(v)
 		case "defaults":
 			f.Defaults = d.job(v, true)
 			f.defaultsSet = f.Defaults.set
@@ -207,7 +211,7 @@ func Decode(path string, data []byte) (*File, error) {
 				f.Jobs = append(f.Jobs, d.job(item, false))
 			}
 		default:
-			d.errorf(k, "unknown field %q%s", key, suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "defaults", "jobs"}))
+			d.errorf(k, "unknown field %q%s", key, suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "notify", "defaults", "jobs"}))
 		}
 	})
 	if !versionSet {

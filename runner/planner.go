@@ -83,7 +83,8 @@ func newPlanner(ctx context.Context, f *File, o PlanOptions) (*planner, error) {
 // the options' overrides, then defaults.
 func runSettings(f *File, o PlanOptions, jobsFile string) *Plan {
 	p := &Plan{RunID: o.RunID, JobsFile: jobsFile, Binary: o.Binary,
-		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: f.Limits.limits()}
+		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: f.Limits.limits(),
+		Notify: resolveNotify(filepath.Dir(jobsFile), f.Notify)}
 	if p.RunID == "" {
 		p.RunID = NewRunID(time.Now())
 	}

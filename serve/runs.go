@@ -279,7 +279,14 @@ func readProblem(name string, err error) string {
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
 func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
-	return runner.Run(ctx, p, s.runOptions(rep))
+	o := s.runOptions(rep)
+	n, stop, err := s.runNotifier(p)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	o.Reporter = n.Reporter(o.Reporter, s.consoleURL("runs"))
+	return runner.Run(ctx, p, o)
 }
 
 // runOptions are the options of every run the server starts or resumes.

@@ -1,0 +1,39 @@
+package serve
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// A client's notify: targets are requests the server makes: refused
+// unless the operator allows notify; allowed, each must be valid and its
+// secret file under a root.
+func TestPolicyNotify(t *testing.T) {
+	root := t.TempDir()
+	file := func(targets ...runner.NotifySpec) *runner.File {
+		return &runner.File{Version: 1, Notify: targets, Jobs: []runner.JobSpec{{Name: "a", Prompt: "hi", Repo: root}}}
+	}
+	closed := Policy{}
+	closed.defaults()
+	c := policyCheck{p: &closed, roots: []string{root}, dir: root}
+	var pe *PolicyError
+	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h"})); !errors.As(err, &pe) || pe.Field != "notify" || !strings.Contains(err.Error(), `"notify"`) {
+		t.Fatalf("notify without the operator's allow: %v", err)
+	}
+	open := Policy{Allow: []string{"notify"}}
+	open.defaults()
+	c.p = &open
+	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h", SecretFile: "hook.key"})); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
+	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h", SecretFile: "/etc/shadow"})); !errors.As(err, &pe) || pe.Field != "notify[0].secret_file" {
+		t.Fatalf("a secret file outside the roots: %v", err)
+	}
+	var de *DecodeError
+	if err := c.file(file(runner.NotifySpec{URL: "file:///etc/passwd"})); !errors.As(err, &de) || de.Problems[0].Field != "notify[0]" {
+		t.Fatalf("a file URL: %v", err)
+	}
+}
