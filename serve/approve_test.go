@@ -85,7 +85,6 @@ type linkBed struct {
 	*bed
 	engine *askEngine
 	hooks  chan notify.Notification
-	now    time.Time
 }
 
 func newLinkBed(t *testing.T, ttl time.Duration) *linkBed {
