@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -28,7 +29,7 @@ type outcome struct {
 	outputRejected string
 	// verify is the job's verification, nil when it has none; rounds are the
 	// rounds that ran.
-	verify      *VerifySpec
+	verify      *jobfile.VerifySpec
 	rounds      []report.VerifyRound
 	timeout     time.Duration
 	idleTimeout time.Duration

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -54,7 +55,7 @@ func expectChanges(job *Job, res *report.Job) {
 }
 
 // expectVerdict turns warnings the job's expect: forbids into a failure.
-func expectVerdict(e *ExpectSpec, warnings []report.Warning) (verdict, bool) {
+func expectVerdict(e *jobfile.ExpectSpec, warnings []report.Warning) (verdict, bool) {
 	if e == nil {
 		return verdict{}, false
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -158,15 +159,15 @@ func TestSuspectAndExpect(t *testing.T) {
 		res    *claude.Result
 		mcp    []claude.MCPServer
 		mode   string
-		expect *ExpectSpec
+		expect *jobfile.ExpectSpec
 		codes  string
 		reason string
 	}{
 		{"clean", &claude.Result{Result: "done"}, nil, "default", nil, "", ""},
 		{"question", &claude.Result{Result: "Shall I go on?"}, nil, "default", nil, "asked_question", ""},
-		{"question, expected none", &claude.Result{Result: "Shall I go on?"}, nil, "default", &ExpectSpec{NoQuestions: true}, "asked_question", report.ReasonAskedQuestion},
+		{"question, expected none", &claude.Result{Result: "Shall I go on?"}, nil, "default", &jobfile.ExpectSpec{NoQuestions: true}, "asked_question", report.ReasonAskedQuestion},
 		{"mcp failed", &claude.Result{}, mcp, "default", nil, "mcp_failed", ""},
-		{"mcp failed, expected", &claude.Result{}, mcp, "default", &ExpectSpec{MCP: true}, "mcp_failed", report.ReasonMCPFailed},
+		{"mcp failed, expected", &claude.Result{}, mcp, "default", &jobfile.ExpectSpec{MCP: true}, "mcp_failed", report.ReasonMCPFailed},
 		{"denials in default mode", denied, nil, "default", nil, "permission_denied", ""},
 		{"denials in bypass", denied, nil, "bypassPermissions", nil, "", ""},
 	}
@@ -246,14 +247,14 @@ func TestDecodeLimitsAndNewJobFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := Decode("jobs.yaml", []byte(tt.yaml))
+			f, err := jobfile.Decode("jobs.yaml", []byte(tt.yaml))
 			switch {
 			case tt.err == "" && err != nil:
 				t.Fatalf("Decode() error %v", err)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 				t.Fatalf("Decode() error %v, want %q", err, tt.err)
 			case tt.err == "":
-				l := f.Limits.limits()
+				l := limitsOf(f.Limits)
 				if l.Wait || l.MaxWait != 2*time.Hour || l.ReserveUtilization != 0.8 || !f.Jobs[0].Expect.Changes ||
 					f.Jobs[0].FallbackModel != "haiku" || string(f.Jobs[0].OutputSchema) != `{"type":"object"}` {
 					t.Errorf("decoded %+v %+v", l, f.Jobs[0])
@@ -261,7 +262,7 @@ func TestDecodeLimitsAndNewJobFields(t *testing.T) {
 			}
 		})
 	}
-	if l := (LimitsSpec{}).limits(); !l.Wait || l.MaxWait != DefaultMaxWait {
+	if l := limitsOf(jobfile.LimitsSpec{}); !l.Wait || l.MaxWait != DefaultMaxWait {
 		t.Errorf("defaults %+v", l)
 	}
 }

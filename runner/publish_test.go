@@ -13,6 +13,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -107,7 +108,7 @@ func readGHLog(t *testing.T, path string) [][]string {
 
 func TestPublish(t *testing.T) {
 	ghDir := fakeGH(t)
-	pr := &runner.PullRequestSpec{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
+	pr := &jobfile.PullRequestSpec{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
 		Draft: true, Base: "main", Labels: []string{"bot", "pneuma"}}
 	for _, tc := range []struct {
 		name       string
@@ -128,7 +129,7 @@ func TestPublish(t *testing.T) {
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "Fix: fix-it (1 file)",
 				"--body", "All fixed.\n+1 -0 on pneuma/20261123-100000-ab12/fix-it", "--base", "main", "--draft", "--label", "bot", "--label", "pneuma"}}},
-		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &runner.PullRequestSpec{}}, wantPushed: true,
+		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &jobfile.PullRequestSpec{}}, wantPushed: true,
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "pneuma: fix-it",
 				"--body", "All fixed.\n\n---\n1 files changed, 1 insertions(+), 0 deletions(-) on `pneuma/20261123-100000-ab12/fix-it`, job `fix-it` of pneuma run 20261123-100000-ab12.\n"}}},
@@ -252,7 +253,7 @@ func TestDecodePublish(t *testing.T) {
 		{"from defaults", "version: 1\ndefaults:\n  pull_request: {draft: true}\njobs:\n  - name: a\n    prompt: p\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := runner.Decode("x.yaml", []byte(tc.yaml))
+			f, err := jobfile.Decode("x.yaml", []byte(tc.yaml))
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -124,7 +125,7 @@ func overloadRetry(rt *claude.APIRetry) bool {
 }
 
 // limitOptions plans a job's fallback model and output schema.
-func (pl *planner) limitOptions(j *Job, spec JobSpec) {
+func (pl *planner) limitOptions(j *Job, spec jobfile.JobSpec) {
 	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
 	if j.FallbackModel != "" {
 		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)
@@ -133,7 +134,7 @@ func (pl *planner) limitOptions(j *Job, spec JobSpec) {
 		return
 	}
 	data := []byte(spec.OutputSchema)
-	if !spec.OutputSchema.inline() {
+	if !spec.OutputSchema.Inline() {
 		var err error
 		if data, err = safefile.Read(resolvePath(pl.fileDir, string(spec.OutputSchema)), pl.o.Roots, safefile.MaxSize); err != nil {
 			pl.problem(spec.PosOf("output_schema"), "output_schema %s: %v", spec.OutputSchema, pathErr(err))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
@@ -207,7 +208,7 @@ const MaxJobsFile = 4 << 20
 // name, and plans them the way `pneuma run` does, with the run directory in
 // the state directory.
 func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, error) {
-	var f *runner.File
+	var f *jobfile.File
 	var err error
 	dir := s.cfg.WorkDir
 	switch {
@@ -223,11 +224,11 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 			return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: readProblem(req.JobsFile, rerr)}}}
 		}
 		dir = filepath.Dir(path)
-		f, err = runner.Decode(path, data)
+		f, err = jobfile.Decode(path, data)
 	default:
 		// Jobs without repo run in the server's working directory: the
 		// text is read as if it were a file there.
-		f, err = runner.Decode(filepath.Join(s.cfg.WorkDir, "jobs_yaml"), []byte(req.JobsYAML))
+		f, err = jobfile.Decode(filepath.Join(s.cfg.WorkDir, "jobs_yaml"), []byte(req.JobsYAML))
 	}
 	if err != nil {
 		return nil, err
@@ -399,7 +400,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runError(w http.ResponseWriter, err error) {
 	var oe *OutsideRootsError
 	var de *DecodeError
-	var rde *runner.DecodeError
+	var rde *jobfile.DecodeError
 	var ce *runner.ConfigError
 	var ee *runner.EnvError
 	if policyError(w, err, "invalid run") {

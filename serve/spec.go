@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // Problem is one thing wrong with a request body, at a field path.
@@ -18,7 +18,7 @@ type Problem struct {
 }
 
 // DecodeError lists every problem of a request body (mirrors
-// runner.DecodeError's session form; to be replaced at merge).
+// jobfile.DecodeError's session form; to be replaced at merge).
 type DecodeError struct {
 	Problems []Problem
 }
@@ -34,8 +34,8 @@ func (e *DecodeError) Error() string {
 // DecodeSessionSpec decodes a create-session request with runner's strict
 // decoder (the jobs file's checks) and names each problem's field path.
 func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
-	spec, err := runner.DecodeSessionSpec(data)
-	var de *runner.DecodeError
+	spec, err := jobfile.DecodeSessionSpec(data)
+	var de *jobfile.DecodeError
 	if errors.As(err, &de) {
 		return nil, &DecodeError{Problems: problemsOf(de)}
 	}
@@ -43,7 +43,7 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 }
 
 // problemsOf turns runner's positioned problems into field-path problems.
-func problemsOf(de *runner.DecodeError) []Problem {
+func problemsOf(de *jobfile.DecodeError) []Problem {
 	out := make([]Problem, 0, len(de.Problems))
 	for _, p := range de.Problems {
 		field := p.Pos.Path

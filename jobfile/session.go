@@ -1,4 +1,4 @@
-package runner
+package jobfile
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func (d *decoder) sessionJob(doc *yaml.Node) JobSpec {
 		case sessionRefused[k.Value] != "":
 			d.errorf(k, "%s", sessionRefused[k.Value])
 		default:
-			d.errorf(k, "unknown field %q%s", k.Value, suggest(k.Value, sessionFields))
+			d.errorf(k, "unknown field %q%s", k.Value, Suggest(k.Value, sessionFields))
 		}
 	}
 	return d.job(job, false)

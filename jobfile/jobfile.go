@@ -1,9 +1,8 @@
-// Package runner runs a plan of Claude Code jobs: it decodes the jobs file,
-// builds the plan, schedules jobs concurrently, drives each job's CLI process
-// through its lifecycle (workspace, stream, timeouts, retries, commit, archive)
-// and produces the run report. It writes only to the run directory and to the
-// interfaces it is given; it never touches os.Stdout.
-package runner
+// Package jobfile is the jobs file and the server's session spec: their
+// types, the strict decoder that reports every problem at file:line:col (or at
+// a request's field path), and the defaults a job inherits. runner, serve,
+// schema and cmd share it; it reads files and starts no processes.
+package jobfile
 
 import (
 	"bytes"
@@ -95,6 +94,27 @@ type VerifySpec struct {
 	Command  []string `yaml:"command" json:"command"`
 	Timeout  Duration `yaml:"timeout" json:"timeout,omitempty"`
 	Attempts int      `yaml:"attempts" json:"attempts,omitempty"`
+}
+
+const (
+	defaultVerifyTimeout  = 10 * time.Minute
+	defaultVerifyAttempts = 2
+)
+
+// MaxRuns is how many times the command runs at most (attempts, or 2).
+func (v *VerifySpec) MaxRuns() int {
+	if v.Attempts <= 0 {
+		return defaultVerifyAttempts
+	}
+	return v.Attempts
+}
+
+// RunTimeout bounds one run of the command (timeout, or 10m).
+func (v *VerifySpec) RunTimeout() time.Duration {
+	if v.Timeout <= 0 {
+		return defaultVerifyTimeout
+	}
+	return v.Timeout.Std()
 }
 
 // Duration is a time.Duration written as "90s", "15m" or "1h30m".
@@ -207,7 +227,7 @@ func Decode(path string, data []byte) (*File, error) {
 				f.Jobs = append(f.Jobs, d.job(item, false))
 			}
 		default:
-			d.errorf(k, "unknown field %q%s", key, suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "defaults", "jobs"}))
+			d.errorf(k, "unknown field %q%s", key, Suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "defaults", "jobs"}))
 		}
 	})
 	if !versionSet {
@@ -323,7 +343,7 @@ func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
 	d.mapping(n, func(key string, k, v *yaml.Node) {
 		ft, found := fields[key]
 		if !found {
-			d.errorf(k, "unknown field %q%s", key, suggest(key, names))
+			d.errorf(k, "unknown field %q%s", key, Suggest(key, names))
 			ok = false
 			return
 		}
@@ -371,7 +391,7 @@ func (d *decoder) job(n *yaml.Node, isDefaults bool) JobSpec {
 	d.mapping(n, func(key string, k, v *yaml.Node) {
 		idx, ok := jobFields[key]
 		if !ok {
-			d.errorf(k, "unknown job field %q%s", key, suggest(key, jobFieldNames()))
+			d.errorf(k, "unknown job field %q%s", key, Suggest(key, jobFieldNames()))
 			return
 		}
 		if isDefaults && key == "name" {
@@ -666,8 +686,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// suggest returns ` (did you mean "x"?)` for a near miss among known names.
-func suggest(name string, known []string) string {
+// Suggest returns ` (did you mean "x"?)` for a near miss among known names.
+func Suggest(name string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if dist := levenshtein(name, k); dist < bestDist {
