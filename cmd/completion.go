@@ -55,7 +55,7 @@ func completeJobNames(c *cobra.Command, args []string, toComplete string) ([]str
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	f, err := jobfile.ReadFile(args[0])
+	f, err := jobfile.Read(args[0])
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -77,7 +77,7 @@ func completeJobNames(c *cobra.Command, args []string, toComplete string) ([]str
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
-func jobBlurb(j jobfile.JobSpec) string {
+func jobBlurb(j jobfile.Job) string {
 	switch {
 	case j.Prompt != "":
 		return text.Shorten(j.Prompt, 60)

@@ -253,7 +253,7 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	}
 	var file *jobfile.File
 	if o.JobsFile != "" {
-		if file, err = jobfile.ReadFile(o.JobsFile); err != nil {
+		if file, err = jobfile.Read(o.JobsFile); err != nil {
 			return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
 		}
 	}

@@ -21,28 +21,28 @@ import (
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
-// FileVersion is the only jobs file version this pneuma reads.
-const FileVersion = 1
+// Version is the only jobs file version this pneuma reads.
+const Version = 1
 
 // File is a decoded jobs file.
 type File struct {
 	// Path is where the file was read from.
 	Path        string
-	Version     int        `yaml:"version"`
-	Concurrency int        `yaml:"concurrency"`
-	BudgetUSD   float64    `yaml:"budget_usd"`
-	Stagger     Duration   `yaml:"stagger"`
-	Limits      LimitsSpec `yaml:"limits"`
-	Defaults    JobSpec    `yaml:"defaults"`
-	Jobs        []JobSpec  `yaml:"jobs"`
+	Version     int      `yaml:"version"`
+	Concurrency int      `yaml:"concurrency"`
+	BudgetUSD   float64  `yaml:"budget_usd"`
+	Stagger     Duration `yaml:"stagger"`
+	Limits      Limits   `yaml:"limits"`
+	Defaults    Job      `yaml:"defaults"`
+	Jobs        []Job    `yaml:"jobs"`
 
 	// present records which keys of defaults were written, so that a job's
 	// own zero value ("commit: false") is told apart from an absent key.
 	defaultsSet map[string]bool
 }
 
-// JobSpec is one job as written in the jobs file (before defaults and plan).
-type JobSpec struct {
+// Job is one job as written in the jobs file (before defaults and plan).
+type Job struct {
 	Name               string            `yaml:"name"`
 	Prompt             string            `yaml:"prompt"`
 	PromptFile         string            `yaml:"prompt_file"`
@@ -68,12 +68,12 @@ type JobSpec struct {
 	Worktree           *bool             `yaml:"worktree"`
 	Commit             *bool             `yaml:"commit"`
 	Retries            int               `yaml:"retries"`
-	Verify             *VerifySpec       `yaml:"verify"`
+	Verify             *Verify           `yaml:"verify"`
 	Policy             *policy.Spec      `yaml:"policy"`
 	FallbackModel      string            `yaml:"fallback_model"`
-	Expect             *ExpectSpec       `yaml:"expect"`
-	OutputSchema       SchemaSpec        `yaml:"output_schema"`
-	PullRequest        *PullRequestSpec  `yaml:"pull_request"`
+	Expect             *Expect           `yaml:"expect"`
+	OutputSchema       Schema            `yaml:"output_schema"`
+	PullRequest        *PullRequest      `yaml:"pull_request"`
 	Push               *bool             `yaml:"push"`
 	Remote             string            `yaml:"remote"`
 	Sandbox            *sandbox.Spec     `yaml:"sandbox"`
@@ -86,11 +86,11 @@ type JobSpec struct {
 	pos map[string]Pos
 }
 
-// VerifySpec is a job's verification loop: after the agent's turn pneuma
+// Verify is a job's verification loop: after the agent's turn pneuma
 // runs Command in the job's directory; while it fails, its output goes back
 // to the agent as a follow-up prompt in the same session, up to Attempts runs
 // of the command in all.
-type VerifySpec struct {
+type Verify struct {
 	Command  []string `yaml:"command" json:"command"`
 	Timeout  Duration `yaml:"timeout" json:"timeout,omitempty"`
 	Attempts int      `yaml:"attempts" json:"attempts,omitempty"`
@@ -102,7 +102,7 @@ const (
 )
 
 // MaxRuns is how many times the command runs at most (attempts, or 2).
-func (v *VerifySpec) MaxRuns() int {
+func (v *Verify) MaxRuns() int {
 	if v.Attempts <= 0 {
 		return defaultVerifyAttempts
 	}
@@ -110,7 +110,7 @@ func (v *VerifySpec) MaxRuns() int {
 }
 
 // RunTimeout bounds one run of the command (timeout, or 10m).
-func (v *VerifySpec) RunTimeout() time.Duration {
+func (v *Verify) RunTimeout() time.Duration {
 	if v.Timeout <= 0 {
 		return defaultVerifyTimeout
 	}
@@ -165,8 +165,8 @@ func (e *DecodeError) Error() string {
 // permissionModes are the values the CLI accepts for --permission-mode.
 var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}
 
-// ReadFile reads and decodes the jobs file at path.
-func ReadFile(path string) (*File, error) {
+// Read reads and decodes the jobs file at path.
+func Read(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read jobs file: %w", err)
@@ -231,9 +231,9 @@ func Decode(path string, data []byte) (*File, error) {
 		}
 	})
 	if !versionSet {
-		d.errorf(doc, "missing version (write \"version: %d\" at the top)", FileVersion)
-	} else if versionOK && f.Version != FileVersion {
-		d.errorf(valueNode(doc, "version"), "unsupported version %d (this pneuma reads version %d)", f.Version, FileVersion)
+		d.errorf(doc, "missing version (write \"version: %d\" at the top)", Version)
+	} else if versionOK && f.Version != Version {
+		d.errorf(valueNode(doc, "version"), "unsupported version %d (this pneuma reads version %d)", f.Version, Version)
 	}
 	if !jobsSet {
 		d.errorf(doc, "missing jobs (a list of jobs to run)")
@@ -354,10 +354,10 @@ func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
 	return ok
 }
 
-// jobFields maps yaml keys to JobSpec field indexes.
+// jobFields maps yaml keys to Job field indexes.
 var jobFields = func() map[string]int {
 	m := map[string]int{}
-	t := reflect.TypeFor[JobSpec]()
+	t := reflect.TypeFor[Job]()
 	for i := range t.NumField() {
 		tag := t.Field(i).Tag.Get("yaml")
 		if tag != "" && tag != "-" {
@@ -377,8 +377,8 @@ func jobFieldNames() []string {
 }
 
 // job decodes one job mapping (or the defaults mapping).
-func (d *decoder) job(n *yaml.Node, isDefaults bool) JobSpec {
-	j := JobSpec{Pos: d.pos(n), set: map[string]bool{}, pos: map[string]Pos{}}
+func (d *decoder) job(n *yaml.Node, isDefaults bool) Job {
+	j := Job{Pos: d.pos(n), set: map[string]bool{}, pos: map[string]Pos{}}
 	if n.Kind != yaml.MappingNode {
 		what := "a job"
 		if isDefaults {
@@ -446,7 +446,7 @@ func (d *decoder) validate(f *File) {
 	}
 }
 
-func (d *decoder) validateJob(j *JobSpec) {
+func (d *decoder) validateJob(j *Job) {
 	if j.set == nil {
 		return
 	}
@@ -499,7 +499,7 @@ func (d *decoder) validateJob(j *JobSpec) {
 
 // withDefaults returns j with every field it did not set taken from def.
 // env maps are merged (the job's entries win); everything else is replaced.
-func (j JobSpec) withDefaults(def JobSpec) JobSpec {
+func (j Job) withDefaults(def Job) Job {
 	out := j
 	rv := reflect.ValueOf(&out).Elem()
 	dv := reflect.ValueOf(def)
@@ -527,10 +527,10 @@ func (j JobSpec) withDefaults(def JobSpec) JobSpec {
 }
 
 // IsSet reports whether the job (or the defaults it inherited) wrote key.
-func (j JobSpec) IsSet(key string) bool { return j.set[key] }
+func (j Job) IsSet(key string) bool { return j.set[key] }
 
 // PosOf returns where key's value was written, or the job's position.
-func (j JobSpec) PosOf(key string) Pos {
+func (j Job) PosOf(key string) Pos {
 	if p, ok := j.pos[key]; ok {
 		return p
 	}
@@ -670,7 +670,7 @@ func yamlSyntaxProblem(path string, err error) Problem {
 	return Problem{Pos: Pos{File: path, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
 }
 
-func jobLabel(j *JobSpec, i int) string {
+func jobLabel(j *Job, i int) string {
 	if j.Name != "" {
 		return strconv.Quote(j.Name)
 	}
@@ -723,7 +723,7 @@ func levenshtein(a, b string) int {
 // Cap gives the job the operator's limits where it set none of its own
 // (pneuma serve's client policy): max_turns, max_budget_usd and timeout; a
 // zero cap sets nothing. A value the job set is the policy's to refuse.
-func (j *JobSpec) Cap(maxTurns int, maxBudgetUSD float64, timeout time.Duration) {
+func (j *Job) Cap(maxTurns int, maxBudgetUSD float64, timeout time.Duration) {
 	if j.set == nil {
 		j.set = map[string]bool{}
 	}
@@ -740,7 +740,7 @@ func (j *JobSpec) Cap(maxTurns int, maxBudgetUSD float64, timeout time.Duration)
 
 // ForceSandbox runs the job in pneuma's sandbox whatever it asked (pneuma
 // serve's client policy), keeping the paths and hosts it added.
-func (j *JobSpec) ForceSandbox() {
+func (j *Job) ForceSandbox() {
 	if j.set == nil {
 		j.set = map[string]bool{}
 	}

@@ -7,9 +7,9 @@ import (
 	"text/template"
 )
 
-// PullRequestSpec is a job's pull_request field. Title and Body are
-// text/template texts over PublishData.
-type PullRequestSpec struct {
+// PullRequest is a job's pull_request field. Title and Body are
+// text/template texts over TemplateData.
+type PullRequest struct {
 	Title  string   `yaml:"title" json:"title,omitempty"`
 	Body   string   `yaml:"body" json:"body,omitempty"`
 	Draft  bool     `yaml:"draft" json:"draft,omitempty"`
@@ -17,8 +17,8 @@ type PullRequestSpec struct {
 	Labels []string `yaml:"labels" json:"labels,omitempty"`
 }
 
-// PublishData is what the title and body templates of a pull request see.
-type PublishData struct {
+// TemplateData is what the title and body templates of a pull request see.
+type TemplateData struct {
 	Name, Result, Branch, Base, RunID   string
 	FilesChanged, Insertions, Deletions int
 	CostUSD                             float64
@@ -31,7 +31,7 @@ const (
 
 // Text renders the pull request's title (on one line) and body for data,
 // from the job's templates or the defaults where it wrote none.
-func (pr *PullRequestSpec) Text(data PublishData) (title, body string, err error) {
+func (pr *PullRequest) Text(data TemplateData) (title, body string, err error) {
 	title, body = pr.Title, pr.Body
 	if title == "" {
 		title = defaultPRTitle
@@ -53,7 +53,7 @@ func (pr *PullRequestSpec) Text(data PublishData) (title, body string, err error
 var remoteRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
 
 // validatePublish checks push, remote and pull_request of a job.
-func (d *decoder) validatePublish(j *JobSpec) {
+func (d *decoder) validatePublish(j *Job) {
 	if j.set["remote"] && !remoteRE.MatchString(j.Remote) {
 		d.errorAt(j.pos["remote"], "remote %q is not a git remote name", j.Remote)
 	}
@@ -66,7 +66,7 @@ func (d *decoder) validatePublish(j *JobSpec) {
 		return
 	}
 	for _, t := range []struct{ field, text string }{{"title", pr.Title}, {"body", pr.Body}} {
-		if _, err := prText(t.field, t.text, PublishData{}); err != nil {
+		if _, err := prText(t.field, t.text, TemplateData{}); err != nil {
 			d.errorAt(j.pos["pull_request"], "pull_request.%s: %v", t.field, err)
 		}
 	}
@@ -76,7 +76,7 @@ func (d *decoder) validatePublish(j *JobSpec) {
 }
 
 // prText renders a title or body template.
-func prText(name, text string, data PublishData) (string, error) {
+func prText(name, text string, data TemplateData) (string, error) {
 	t, err := template.New(name).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return "", err

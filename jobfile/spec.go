@@ -8,9 +8,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// LimitsSpec is the jobs file's limits: block: how a run treats the
+// Limits is the jobs file's limits: block: how a run treats the
 // account's usage limits (subscription auth, where the CLI reports them).
-type LimitsSpec struct {
+type Limits struct {
 	// Wait makes a run that hits a usage limit wait for its reset and then
 	// continue the held jobs in their sessions (default true).
 	Wait *bool `yaml:"wait"`
@@ -23,7 +23,7 @@ type LimitsSpec struct {
 	ReserveUtilization float64 `yaml:"reserve_utilization"`
 }
 
-func (d *decoder) validateLimits(n *yaml.Node, s LimitsSpec) {
+func (d *decoder) validateLimits(n *yaml.Node, s Limits) {
 	if s.MaxWait < 0 {
 		d.errorf(n, "limits.max_wait must not be negative")
 	}
@@ -32,9 +32,9 @@ func (d *decoder) validateLimits(n *yaml.Node, s LimitsSpec) {
 	}
 }
 
-// ExpectSpec is what a job must show besides a success result; each unmet
+// Expect is what a job must show besides a success result; each unmet
 // expectation fails it with its own reason.
-type ExpectSpec struct {
+type Expect struct {
 	// Changes: the job must change at least one file (else no_changes).
 	Changes bool `yaml:"changes" json:"changes,omitempty"`
 	// NoQuestions: the final answer must not ask the user something (else
@@ -46,16 +46,16 @@ type ExpectSpec struct {
 	MCP bool `yaml:"mcp" json:"mcp,omitempty"`
 }
 
-// SchemaSpec is a job's output_schema as written: a JSON Schema inline (a
+// Schema is a job's output_schema as written: a JSON Schema inline (a
 // YAML mapping, or a string holding JSON) or the path of a file holding one.
-type SchemaSpec string
+type Schema string
 
 // UnmarshalYAML takes a mapping as an inline schema and a string as a path
 // (or as JSON when it starts with "{").
-func (s *SchemaSpec) UnmarshalYAML(n *yaml.Node) error {
+func (s *Schema) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		*s = SchemaSpec(n.Value)
+		*s = Schema(n.Value)
 		return nil
 	case yaml.MappingNode:
 		var v any
@@ -66,11 +66,11 @@ func (s *SchemaSpec) UnmarshalYAML(n *yaml.Node) error {
 		if err != nil {
 			return fmt.Errorf("output_schema cannot be written as JSON: %w", err)
 		}
-		*s = SchemaSpec(data)
+		*s = Schema(data)
 		return nil
 	}
 	return fmt.Errorf("output_schema must be a JSON Schema (a mapping) or the path of a file holding one, not %s", kindName(n))
 }
 
 // Inline reports whether the spec is the schema itself rather than a path.
-func (s SchemaSpec) Inline() bool { return strings.HasPrefix(strings.TrimSpace(string(s)), "{") }
+func (s Schema) Inline() bool { return strings.HasPrefix(strings.TrimSpace(string(s)), "{") }

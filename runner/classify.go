@@ -29,7 +29,7 @@ type outcome struct {
 	outputRejected string
 	// verify is the job's verification, nil when it has none; rounds are the
 	// rounds that ran.
-	verify      *jobfile.VerifySpec
+	verify      *jobfile.Verify
 	rounds      []report.VerifyRound
 	timeout     time.Duration
 	idleTimeout time.Duration

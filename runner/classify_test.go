@@ -17,7 +17,7 @@ func TestClassify(t *testing.T) {
 	apiErr := &claude.Result{Subtype: "success", IsError: true, Result: "API Error: 500 Internal server error", APIErrorStatus: intp(500)}
 	passed := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, Passed: true}}
 	failedRound := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, ExitCode: 1}, {Round: 2, Command: []string{"go", "test"}, ExitCode: 1}}
-	verify := &jobfile.VerifySpec{Command: []string{"go", "test"}}
+	verify := &jobfile.Verify{Command: []string{"go", "test"}}
 	tests := []struct {
 		name    string
 		o       outcome

@@ -409,14 +409,14 @@ func (t *jobTimers) stop() {
 type verifier struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	spec   *jobfile.VerifySpec
+	spec   *jobfile.Verify
 	dir    string
 	env    []string
 	c      chan report.VerifyRound // nil while no round runs
 	wg     sync.WaitGroup
 }
 
-func newVerifier(ctx context.Context, spec *jobfile.VerifySpec, dir string, env []string) *verifier {
+func newVerifier(ctx context.Context, spec *jobfile.Verify, dir string, env []string) *verifier {
 	ctx, cancel := context.WithCancel(ctx)
 	return &verifier{ctx: ctx, cancel: cancel, spec: spec, dir: dir, env: env}
 }

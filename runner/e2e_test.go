@@ -76,7 +76,7 @@ func (b *bed) plan(repo, jobsYAML string) *runner.Plan {
 	if err := os.WriteFile(path, []byte(jobsYAML), 0o644); err != nil {
 		b.t.Fatal(err)
 	}
-	f, err := jobfile.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		b.t.Fatal(err)
 	}

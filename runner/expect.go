@@ -55,7 +55,7 @@ func expectChanges(job *Job, res *report.Job) {
 }
 
 // expectVerdict turns warnings the job's expect: forbids into a failure.
-func expectVerdict(e *jobfile.ExpectSpec, warnings []report.Warning) (verdict, bool) {
+func expectVerdict(e *jobfile.Expect, warnings []report.Warning) (verdict, bool) {
 	if e == nil {
 		return verdict{}, false
 	}

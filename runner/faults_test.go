@@ -244,7 +244,7 @@ func planFor(t *testing.T, repo, jobs, bin string) *runner.Plan {
 	if err := os.WriteFile(path, []byte(jobs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, err := jobfile.ReadFile(path)
+	file, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}

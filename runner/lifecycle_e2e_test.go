@@ -191,7 +191,7 @@ func runCaseAsJob(t *testing.T, c lifecycleCase) caseOutcome {
 	if err := os.WriteFile(path, []byte(jobs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := jobfile.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}

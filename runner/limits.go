@@ -20,7 +20,7 @@ type Limits struct {
 }
 
 // limits applies the defaults to a limits: block.
-func limitsOf(s jobfile.LimitsSpec) Limits {
+func limitsOf(s jobfile.Limits) Limits {
 	l := Limits{Wait: s.Wait == nil || *s.Wait, MaxWait: s.MaxWait.Std(), ReserveUtilization: s.ReserveUtilization}
 	if l.MaxWait <= 0 {
 		l.MaxWait = DefaultMaxWait

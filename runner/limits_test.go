@@ -159,15 +159,15 @@ func TestSuspectAndExpect(t *testing.T) {
 		res    *claude.Result
 		mcp    []claude.MCPServer
 		mode   string
-		expect *jobfile.ExpectSpec
+		expect *jobfile.Expect
 		codes  string
 		reason string
 	}{
 		{"clean", &claude.Result{Result: "done"}, nil, "default", nil, "", ""},
 		{"question", &claude.Result{Result: "Shall I go on?"}, nil, "default", nil, "asked_question", ""},
-		{"question, expected none", &claude.Result{Result: "Shall I go on?"}, nil, "default", &jobfile.ExpectSpec{NoQuestions: true}, "asked_question", report.ReasonAskedQuestion},
+		{"question, expected none", &claude.Result{Result: "Shall I go on?"}, nil, "default", &jobfile.Expect{NoQuestions: true}, "asked_question", report.ReasonAskedQuestion},
 		{"mcp failed", &claude.Result{}, mcp, "default", nil, "mcp_failed", ""},
-		{"mcp failed, expected", &claude.Result{}, mcp, "default", &jobfile.ExpectSpec{MCP: true}, "mcp_failed", report.ReasonMCPFailed},
+		{"mcp failed, expected", &claude.Result{}, mcp, "default", &jobfile.Expect{MCP: true}, "mcp_failed", report.ReasonMCPFailed},
 		{"denials in default mode", denied, nil, "default", nil, "permission_denied", ""},
 		{"denials in bypass", denied, nil, "bypassPermissions", nil, "", ""},
 	}
@@ -262,7 +262,7 @@ func TestDecodeLimitsAndNewJobFields(t *testing.T) {
 			}
 		})
 	}
-	if l := limitsOf(jobfile.LimitsSpec{}); !l.Wait || l.MaxWait != DefaultMaxWait {
+	if l := limitsOf(jobfile.Limits{}); !l.Wait || l.MaxWait != DefaultMaxWait {
 		t.Errorf("defaults %+v", l)
 	}
 }

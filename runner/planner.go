@@ -143,7 +143,7 @@ func (pl *planner) checkOnly() {
 }
 
 // selected says whether a job of the file belongs to this plan (--only, --shard).
-func (pl *planner) selected(spec jobfile.JobSpec) bool {
+func (pl *planner) selected(spec jobfile.Job) bool {
 	if len(pl.only) > 0 && !pl.only[spec.Name] {
 		return false
 	}
@@ -152,7 +152,7 @@ func (pl *planner) selected(spec jobfile.JobSpec) bool {
 
 // planJob plans one job and adds it to the plan, unless it has a problem
 // that leaves nothing to plan.
-func (pl *planner) planJob(position int, spec jobfile.JobSpec) {
+func (pl *planner) planJob(position int, spec jobfile.Job) {
 	j := jobBasics(position, spec)
 	// Case-insensitive: macOS file systems and loose refs fold case.
 	if prev, ok := pl.slugs[strings.ToLower(j.Slug)]; ok {
@@ -179,7 +179,7 @@ func (pl *planner) planJob(position int, spec jobfile.JobSpec) {
 }
 
 // jobBasics copies a job's own settings, with defaults.
-func jobBasics(position int, spec jobfile.JobSpec) *Job {
+func jobBasics(position int, spec jobfile.Job) *Job {
 	j := &Job{
 		Name: spec.Name, Position: position, Slug: worktree.SanitizeName(spec.Name), Base: spec.Base,
 		UseWorktree: spec.Worktree == nil || *spec.Worktree, Commit: spec.Commit == nil || *spec.Commit,
@@ -194,7 +194,7 @@ func jobBasics(position int, spec jobfile.JobSpec) *Job {
 }
 
 // prompts returns a job's prompts: inline, a list, or read from a file.
-func (pl *planner) prompts(spec jobfile.JobSpec) []string {
+func (pl *planner) prompts(spec jobfile.Job) []string {
 	switch {
 	case spec.Prompt != "":
 		return []string{spec.Prompt}
@@ -217,7 +217,7 @@ func (pl *planner) prompts(spec jobfile.JobSpec) []string {
 
 // repository resolves a job's repository and base commit. It returns false
 // when there is none to plan the job in.
-func (pl *planner) repository(j *Job, spec jobfile.JobSpec) bool {
+func (pl *planner) repository(j *Job, spec jobfile.Job) bool {
 	if spec.Repo == "" {
 		if pl.defaultRepoErr != nil {
 			pl.envErrs = append(pl.envErrs, fmt.Errorf("%s: job %q has no repo and the jobs file is not inside a git repository: %w", spec.Pos, spec.Name, pl.defaultRepoErr))
@@ -248,7 +248,7 @@ func (pl *planner) repository(j *Job, spec jobfile.JobSpec) bool {
 
 // cliOptions are the CLI flags of a job, its paths resolved against the
 // jobs file's directory.
-func cliOptions(spec jobfile.JobSpec, fileDir string) claude.Options {
+func cliOptions(spec jobfile.Job, fileDir string) claude.Options {
 	return claude.Options{
 		Model:              spec.Model,
 		PermissionMode:     spec.PermissionMode,

@@ -28,7 +28,7 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 	claudetest.Git(t, repo, "commit", "-q", "-m", "jobs")
 	run := func(runID string, pool int) *runner.Plan {
 		t.Helper()
-		file, err := jobfile.ReadFile(filepath.Join(repo, "jobs.yaml"))
+		file, err := jobfile.Read(filepath.Join(repo, "jobs.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

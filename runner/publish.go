@@ -22,8 +22,8 @@ import (
 
 // Publish is what to do with a job's branch after it succeeds with changes.
 type Publish struct {
-	Remote      string                   `json:"remote"`
-	PullRequest *jobfile.PullRequestSpec `json:"pull_request,omitempty"`
+	Remote      string               `json:"remote"`
+	PullRequest *jobfile.PullRequest `json:"pull_request,omitempty"`
 }
 
 // DefaultRemote is where branches are pushed when the job names no remote.
@@ -36,7 +36,7 @@ const (
 )
 
 // publishOf is a job's publish settings from its spec (nil: publish nothing).
-func publishOf(spec jobfile.JobSpec) *Publish {
+func publishOf(spec jobfile.Job) *Publish {
 	push := spec.Push != nil && *spec.Push
 	if !push && spec.PullRequest == nil {
 		return nil
@@ -91,7 +91,7 @@ func publish(ctx context.Context, job *Job, res *report.Job, runID string, envir
 // prArgv is the gh command line that opens the job's pull request.
 func prArgv(gh string, job *Job, res *report.Job, runID string) ([]string, error) {
 	pr := job.Publish.PullRequest
-	data := jobfile.PublishData{Name: job.Name, Result: res.Result, Branch: job.Branch, Base: job.Base, RunID: runID,
+	data := jobfile.TemplateData{Name: job.Name, Result: res.Result, Branch: job.Branch, Base: job.Base, RunID: runID,
 		FilesChanged: res.FilesChanged, Insertions: res.Insertions, Deletions: res.Deletions, CostUSD: res.CostUSD}
 	title, body, err := pr.Text(data)
 	if err != nil {

@@ -108,7 +108,7 @@ func readGHLog(t *testing.T, path string) [][]string {
 
 func TestPublish(t *testing.T) {
 	ghDir := fakeGH(t)
-	pr := &jobfile.PullRequestSpec{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
+	pr := &jobfile.PullRequest{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
 		Draft: true, Base: "main", Labels: []string{"bot", "pneuma"}}
 	for _, tc := range []struct {
 		name       string
@@ -129,7 +129,7 @@ func TestPublish(t *testing.T) {
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "Fix: fix-it (1 file)",
 				"--body", "All fixed.\n+1 -0 on pneuma/20261123-100000-ab12/fix-it", "--base", "main", "--draft", "--label", "bot", "--label", "pneuma"}}},
-		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &jobfile.PullRequestSpec{}}, wantPushed: true,
+		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &jobfile.PullRequest{}}, wantPushed: true,
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "pneuma: fix-it",
 				"--body", "All fixed.\n\n---\n1 files changed, 1 insertions(+), 0 deletions(-) on `pneuma/20261123-100000-ab12/fix-it`, job `fix-it` of pneuma run 20261123-100000-ab12.\n"}}},

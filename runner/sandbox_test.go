@@ -22,7 +22,7 @@ func TestPlanSandbox(t *testing.T) {
 	}
 	f := &jobfile.File{Path: filepath.Join(dir, "jobs.yaml")}
 	pl := &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}}
-	spec := jobfile.JobSpec{Name: "a"}
+	spec := jobfile.Job{Name: "a"}
 	if err := decodeSandbox(t, &spec, "{write: [out], read: [missing]}"); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestPlanSandbox(t *testing.T) {
 	// opted out.
 	pl = &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}, o: PlanOptions{Sandbox: true}}
 	for _, s := range []string{"", "false"} {
-		spec := jobfile.JobSpec{Name: "b"}
+		spec := jobfile.Job{Name: "b"}
 		if s != "" {
 			if err := decodeSandbox(t, &spec, s); err != nil {
 				t.Fatal(err)
@@ -68,7 +68,7 @@ func TestUnsandboxedBypass(t *testing.T) {
 var sandboxOn = sandbox.Spec{Enabled: true}
 
 // decodeSandbox sets the job's sandbox from YAML.
-func decodeSandbox(t *testing.T, j *jobfile.JobSpec, doc string) error {
+func decodeSandbox(t *testing.T, j *jobfile.Job, doc string) error {
 	t.Helper()
 	return yaml.Unmarshal([]byte(doc), &j.Sandbox)
 }

@@ -20,7 +20,7 @@ import (
 // branch pneuma/session/<id> (a spare from the repository's pool when there
 // is one; the session's own when restoring). The session is idle; its CLI
 // starts with the first message.
-func OpenSession(ctx context.Context, spec *jobfile.SessionSpec, o SessionOptions) (*Session, error) {
+func OpenSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (*Session, error) {
 	o.defaults()
 	var plan SessionPlan
 	resume := ""
@@ -127,14 +127,14 @@ func (o *SessionOptions) defaults() {
 		o.Environ = os.Environ()
 	}
 	if o.Limits == nil {
-		l := limitsOf(jobfile.LimitsSpec{})
+		l := limitsOf(jobfile.Limits{})
 		o.Limits = &l
 	}
 }
 
 // initialState is the state of a new session, or the saved one of a
 // restored session (idle, nothing pending: its CLI is gone).
-func (s *Session) initialState(spec *jobfile.SessionSpec) SessionState {
+func (s *Session) initialState(spec *jobfile.Session) SessionState {
 	if r := s.o.Restore; r != nil {
 		st := *r
 		// Restored idle: clients were told so already, so no status event.
@@ -151,7 +151,7 @@ func (s *Session) initialState(spec *jobfile.SessionSpec) SessionState {
 // planSession plans a session's job like a job of a jobs file: repository
 // and base resolved, paths, CLI options. Its problems are a *ConfigError, an
 // *EnvError or an *OutsideRootsError.
-func planSession(ctx context.Context, spec *jobfile.SessionSpec, o SessionOptions) (*Job, error) {
+func planSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (*Job, error) {
 	js := spec.Job
 	dir := o.WorkDir
 	if js.Repo != "" {

@@ -86,7 +86,7 @@ func (e *events) String() string {
 
 func openSession(t *testing.T, env *claudetest.Env, repo, body string, ev *events) *runner.Session {
 	t.Helper()
-	spec, err := jobfile.DecodeSessionSpec([]byte(body))
+	spec, err := jobfile.DecodeSession([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,9 +408,9 @@ func TestSessionWorktreeFromPool(t *testing.T) {
 	}
 }
 
-func mustSpec(t *testing.T, body string) *jobfile.SessionSpec {
+func mustSpec(t *testing.T, body string) *jobfile.Session {
 	t.Helper()
-	spec, err := jobfile.DecodeSessionSpec([]byte(body))
+	spec, err := jobfile.DecodeSession([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func overloadRetry(rt *claude.APIRetry) bool {
 }
 
 // limitOptions plans a job's fallback model and output schema.
-func (pl *planner) limitOptions(j *Job, spec jobfile.JobSpec) {
+func (pl *planner) limitOptions(j *Job, spec jobfile.Job) {
 	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
 	if j.FallbackModel != "" {
 		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)

@@ -22,7 +22,7 @@ const verifyOutputLimit = 8 << 10
 // runVerify runs the verification command once in dir: argv only, its own
 // process group (killed whole on timeout), combined output kept as a bounded
 // tail.
-func runVerify(ctx context.Context, v *jobfile.VerifySpec, dir string, env []string, round int) report.VerifyRound {
+func runVerify(ctx context.Context, v *jobfile.Verify, dir string, env []string, round int) report.VerifyRound {
 	res := report.VerifyRound{Round: round, Command: v.Command, ExitCode: -1}
 	ctx, cancel := context.WithTimeout(ctx, v.RunTimeout())
 	defer cancel()

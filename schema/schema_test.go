@@ -314,7 +314,7 @@ func (w *walker) compare(path string, t reflect.Type, n map[string]any) {
 	switch {
 	case t == reflect.TypeFor[jobfile.Duration]():
 		want = "string"
-	case t == reflect.TypeFor[jobfile.SchemaSpec]():
+	case t == reflect.TypeFor[jobfile.Schema]():
 		want = "object|string" // a mapping is an inline schema, a string a path or JSON text
 	case t == reflect.TypeFor[sandbox.Spec]():
 		want = "boolean|object" // true, false, or a mapping that opens more

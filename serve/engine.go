@@ -56,7 +56,7 @@ type Session interface {
 
 // The session types are runner's.
 type (
-	SessionSpec        = jobfile.SessionSpec
+	SessionSpec        = jobfile.Session
 	SessionOptions     = runner.SessionOptions
 	PermissionDecision = runner.PermissionDecision
 	PendingPermission  = runner.PendingPermission

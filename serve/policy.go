@@ -81,7 +81,7 @@ const (
 	classSandbox
 )
 
-// jobFieldClass classifies every field of jobfile.JobSpec by its yaml name.
+// jobFieldClass classifies every field of jobfile.Job by its yaml name.
 // A field missing here is refused: a new field is closed until someone
 // decides whether it reaches the host.
 var jobFieldClass = map[string]fieldClass{
@@ -135,7 +135,7 @@ type policyCheck struct {
 
 // capJob gives a job the operator's caps as its limits where the client set
 // none, so leaving a limit out is never a way past its cap.
-func (p *Policy) capJob(spec *jobfile.JobSpec) {
+func (p *Policy) capJob(spec *jobfile.Job) {
 	spec.Cap(p.MaxTurns, p.MaxBudgetUSD, p.MaxTimeout)
 	if p.Sandbox {
 		spec.ForceSandbox()
@@ -149,7 +149,7 @@ func refuse(f, format string, args ...any) *PolicyError {
 
 // job checks the fields a job (or defaults, or a session) set, prefix being
 // its field path ("jobs[2]." or "").
-func (c *policyCheck) job(prefix string, spec *jobfile.JobSpec) error {
+func (c *policyCheck) job(prefix string, spec *jobfile.Job) error {
 	v := reflect.ValueOf(spec).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
@@ -169,7 +169,7 @@ func (c *policyCheck) job(prefix string, spec *jobfile.JobSpec) error {
 }
 
 // field checks one set field of class cl.
-func (c *policyCheck) field(path string, cl fieldClass, spec *jobfile.JobSpec, fv reflect.Value) error {
+func (c *policyCheck) field(path string, cl fieldClass, spec *jobfile.Job, fv reflect.Value) error {
 	switch cl {
 	case classClient:
 		return nil
@@ -218,7 +218,7 @@ func (c *policyCheck) field(path string, cl fieldClass, spec *jobfile.JobSpec, f
 
 // sandbox checks a job's sandbox field: never off when the operator forces
 // it, its paths under a root, its extra hosts allowed when forced.
-func (c *policyCheck) sandbox(path string, spec *jobfile.JobSpec) error {
+func (c *policyCheck) sandbox(path string, spec *jobfile.Job) error {
 	sb := spec.Sandbox
 	if sb == nil {
 		return nil
@@ -257,7 +257,7 @@ func (c *policyCheck) gated(path, key string) error {
 // gatedPaths checks the files and directories an allowed field names:
 // opened or not, they stay under the roots (settings and mcp_config given
 // as a file, add_dirs).
-func (c *policyCheck) gatedPaths(path string, spec *jobfile.JobSpec) error {
+func (c *policyCheck) gatedPaths(path string, spec *jobfile.Job) error {
 	var paths []string
 	switch lastKey(path) {
 	case "settings":

@@ -19,7 +19,7 @@ func TestPolicyClassifiesEveryField(t *testing.T) {
 		class map[string]fieldClass
 		skip  []string
 	}{
-		{reflect.TypeOf(jobfile.JobSpec{}), jobFieldClass, nil},
+		{reflect.TypeOf(jobfile.Job{}), jobFieldClass, nil},
 		{reflect.TypeOf(jobfile.File{}), fileFieldClass, []string{"defaults", "jobs"}},
 	} {
 		for i := range tc.typ.NumField() {
@@ -34,7 +34,7 @@ func TestPolicyClassifiesEveryField(t *testing.T) {
 	}
 	c := policyCheck{p: &Policy{}}
 	var pe *PolicyError
-	if err := c.field("jobs[0].sandbox", 0, &jobfile.JobSpec{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
+	if err := c.field("jobs[0].sandbox", 0, &jobfile.Job{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
 		t.Errorf("an unclassified field: %v", err)
 	}
 }
@@ -46,11 +46,11 @@ func TestPolicyDefaults(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p}
 	for _, m := range []string{"default", "acceptEdits", "plan"} {
-		if err := c.job("", &jobfile.JobSpec{PermissionMode: m}); err != nil {
+		if err := c.job("", &jobfile.Job{PermissionMode: m}); err != nil {
 			t.Errorf("mode %s: %v", m, err)
 		}
 	}
-	for _, spec := range []jobfile.JobSpec{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
+	for _, spec := range []jobfile.Job{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
 		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"}} {
 		if err := c.job("", &spec); err == nil {
 			t.Errorf("%+v allowed by the default policy", spec)
@@ -64,20 +64,20 @@ func TestPolicyCaps(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p}
 	for _, tc := range []struct {
-		spec  jobfile.JobSpec
+		spec  jobfile.Job
 		field string
 	}{
-		{jobfile.JobSpec{MaxTurns: 11}, "max_turns"},
-		{jobfile.JobSpec{MaxBudgetUSD: 2.5}, "max_budget_usd"},
-		{jobfile.JobSpec{Timeout: jobfile.Duration(601e9)}, "timeout"},
-		{jobfile.JobSpec{IdleTimeout: jobfile.Duration(601e9)}, "idle_timeout"},
+		{jobfile.Job{MaxTurns: 11}, "max_turns"},
+		{jobfile.Job{MaxBudgetUSD: 2.5}, "max_budget_usd"},
+		{jobfile.Job{Timeout: jobfile.Duration(601e9)}, "timeout"},
+		{jobfile.Job{IdleTimeout: jobfile.Duration(601e9)}, "idle_timeout"},
 	} {
 		var pe *PolicyError
 		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
 			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
 		}
 	}
-	if err := c.job("", &jobfile.JobSpec{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: jobfile.Duration(600e9)}); err != nil {
+	if err := c.job("", &jobfile.Job{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: jobfile.Duration(600e9)}); err != nil {
 		t.Errorf("values at the caps: %v", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestPolicyCapsAsDefaults(t *testing.T) {
 // refused and every job gets one.
 func TestPolicySandbox(t *testing.T) {
 	root := t.TempDir()
-	decode := func(yaml string) *jobfile.JobSpec {
+	decode := func(yaml string) *jobfile.Job {
 		f, err := jobfile.Decode(filepath.Join(root, "jobs.yaml"), []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n"+yaml))
 		if err != nil {
 			t.Fatal(err)
@@ -157,19 +157,19 @@ func TestPolicyAllowedPaths(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p, roots: []string{root}, dir: root}
 	for _, tc := range []struct {
-		spec  jobfile.JobSpec
+		spec  jobfile.Job
 		field string
 	}{
-		{jobfile.JobSpec{Settings: "/etc/settings.json"}, "settings"},
-		{jobfile.JobSpec{MCPConfig: "../mcp.json"}, "mcp_config"},
-		{jobfile.JobSpec{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
+		{jobfile.Job{Settings: "/etc/settings.json"}, "settings"},
+		{jobfile.Job{MCPConfig: "../mcp.json"}, "mcp_config"},
+		{jobfile.Job{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
 	} {
 		var pe *PolicyError
 		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
 			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
 		}
 	}
-	if err := c.job("", &jobfile.JobSpec{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
+	if err := c.job("", &jobfile.Job{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
 		t.Errorf("inline settings and paths under the root: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func (e *DecodeError) Error() string {
 // DecodeSessionSpec decodes a create-session request with runner's strict
 // decoder (the jobs file's checks) and names each problem's field path.
 func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
-	spec, err := jobfile.DecodeSessionSpec(data)
+	spec, err := jobfile.DecodeSession(data)
 	var de *jobfile.DecodeError
 	if errors.As(err, &de) {
 		return nil, &DecodeError{Problems: problemsOf(de)}

@@ -120,7 +120,7 @@ func runWithTelemetry(t *testing.T, proto, endpoint string, env *envOutput) *rep
 	if err := os.WriteFile(path, []byte(threeJobsYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := jobfile.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
