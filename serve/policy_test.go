@@ -97,7 +97,7 @@ func TestPolicyCapsAsDefaults(t *testing.T) {
 	if a.MaxTurns != 3 || a.MaxBudgetUSD != 2 || b.MaxTurns != 10 || b.Timeout.Std() != 600e9 || !b.IsSet("max_turns") {
 		t.Fatalf("capped jobs: a %d turns %g USD, b %d turns %s", a.MaxTurns, a.MaxBudgetUSD, b.MaxTurns, b.Timeout.Std())
 	}
-	spec, err := DecodeSessionSpec([]byte(`{"repo":"."}`))
+	spec, err := jobfile.DecodeSession([]byte(`{"repo":"."}`))
 	if err != nil {
 		t.Fatal(err)
 	}
