@@ -173,3 +173,23 @@ func exitText(e claude.ExitStatus) string {
 func resumeRejected(initSeen bool, stopped, status string) bool {
 	return !initSeen && stopped == "" && status != report.StatusSucceeded
 }
+
+// overloadAnswer reports whether a failed attempt's answer was a 429 or 529.
+func overloadAnswer(a attempt) bool {
+	if a.status == report.StatusSucceeded || a.reason == report.ReasonUsageLimit || a.result == nil {
+		return false
+	}
+	if s := a.result.APIErrorStatus; s != nil {
+		return *s == 429 || *s == 529
+	}
+	t := strings.ToLower(a.result.Result)
+	return strings.Contains(t, "overloaded") || strings.Contains(t, "529")
+}
+
+// overloadRetry reports whether a CLI's api_retry was for a 429 or 529.
+func overloadRetry(rt *claude.APIRetry) bool {
+	if rt.ErrorStatus != nil {
+		return *rt.ErrorStatus == 429 || *rt.ErrorStatus == 529
+	}
+	return strings.Contains(strings.ToLower(rt.Error), "overloaded")
+}

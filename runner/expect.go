@@ -175,3 +175,16 @@ func cmpRateLimit(cur *report.RateLimit, rl *claude.RateLimitInfo) *report.RateL
 	}
 	return reportRateLimit(rl)
 }
+
+// compileSchema compiles a JSON Schema document.
+func compileSchema(data []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("output_schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("output_schema.json")
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -338,4 +339,29 @@ func envKeys(env map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// limitOptions plans a job's fallback model and output schema.
+func (pl *planner) limitOptions(j *Job, spec jobfile.Job) {
+	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
+	if j.FallbackModel != "" {
+		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)
+	}
+	if spec.OutputSchema == "" {
+		return
+	}
+	data := []byte(spec.OutputSchema)
+	if !spec.OutputSchema.Inline() {
+		var err error
+		if data, err = safefile.Read(resolvePath(pl.fileDir, string(spec.OutputSchema)), pl.o.Roots, safefile.MaxSize); err != nil {
+			pl.problem(spec.PosOf("output_schema"), "output_schema %s: %v", spec.OutputSchema, pathErr(err))
+			return
+		}
+	}
+	if _, err := compileSchema(data); err != nil {
+		pl.problem(spec.PosOf("output_schema"), "output_schema: %v", err)
+		return
+	}
+	j.OutputSchema = data
+	j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--json-schema", string(data))
 }

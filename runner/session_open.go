@@ -100,7 +100,7 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 		defer j.stopWriter()
 		res := r.driveJob(runCtx, jr)
 		r.settleParked(runCtx)
-		r.finish(job, &res)
+		r.finished(job, &res)
 		if err := j.save(); err != nil {
 			res.Error = joinErr(res.Error, err.Error())
 		}

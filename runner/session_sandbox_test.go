@@ -48,7 +48,7 @@ func TestSessionSandbox(t *testing.T) {
 	}
 }
 
-func TestSessionSpecSandboxErrors(t *testing.T) {
+func TestSessionSandboxErrors(t *testing.T) {
 	_, err := jobfile.DecodeSession([]byte(`{"sandbox":{"network":["a b"]}}`))
 	if err == nil || !strings.Contains(err.Error(), `sandbox: sandbox.network: "a b" is not a host`) {
 		t.Errorf("error %v, want the bad network entry at field sandbox", err)

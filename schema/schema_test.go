@@ -103,7 +103,7 @@ func repoJobsFiles(t *testing.T) []jobsFile {
 		}
 		out = append(out, jobsFile{p, data})
 	}
-	for _, dir := range []string{"../runner", "../cmd"} {
+	for _, dir := range []string{"../jobfile", "../runner", "../cmd"} {
 		out = append(out, testLiterals(t, dir)...)
 	}
 	return out
@@ -217,8 +217,8 @@ func TestSchemaRejectsWhatTheDecoderRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaAndDecoderKnowTheSameFields walks jobfile.File (and JobSpec,
-// VerifySpec, policy.Spec through it) by reflection against the schema's
+// TestSchemaAndDecoderKnowTheSameFields walks jobfile.File (and Job,
+// Verify, policy.Spec through it) by reflection against the schema's
 // properties: a field added to one and not the other fails here, naming the
 // entry to add.
 func TestSchemaAndDecoderKnowTheSameFields(t *testing.T) {
