@@ -7,6 +7,8 @@
 #   baseline  xargs -P CONCURRENCY: `git worktree add`, then the stand-in
 #   pneuma    `pneuma run -j CONCURRENCY --json` with the default stagger
 #             (and with each of STARTS_PNEUMA_STAGGERS, e.g. "0")
+#   before    the default stagger with another pneuma binary (STARTS_BEFORE,
+#             e.g. built from an older commit), when set
 #   otlp      the same with the default stagger, exporting traces and metrics
 #             over OTLP/HTTP to a receiver on loopback (built here; it reads
 #             and counts each request), when STARTS_TELEMETRY=1
@@ -25,7 +27,8 @@
 # there (go tool pprof -top bin/pneuma FILE).
 #
 # Environment: STARTS_JOBS (300), STARTS_CONCURRENCY (30), STARTS_FILES (200),
-# STARTS_PNEUMA_STAGGERS (""), STARTS_ROUNDS (1), STARTS_TELEMETRY (""), STARTS_PROFILE (""), STARTS_PNEUMA (a pneuma
+# STARTS_PNEUMA_STAGGERS (""), STARTS_ROUNDS (1), STARTS_TELEMETRY (""),
+# STARTS_BEFORE (""), STARTS_PROFILE (""), STARTS_PNEUMA (a pneuma
 # binary to measure instead of building this tree's, e.g. an older one),
 # STARTS_KEEP=1 keeps the scratch directory.
 set -euo pipefail
@@ -36,6 +39,7 @@ par="${STARTS_CONCURRENCY:-30}"
 nfiles="${STARTS_FILES:-200}"
 rounds="${STARTS_ROUNDS:-1}"
 contenders="default ${STARTS_PNEUMA_STAGGERS:-}"
+[[ -z "${STARTS_BEFORE:-}" ]] || contenders+=" before"
 [[ "${STARTS_TELEMETRY:-}" == 1 ]] && contenders+=" otlp"
 profile="${STARTS_PROFILE:-}"
 [[ "$jobs" =~ ^[0-9]+$ && "$par" =~ ^[0-9]+$ && "$nfiles" =~ ^[0-9]+$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
@@ -192,17 +196,19 @@ for round in $(seq 1 "$rounds"); do
   for c in $contenders; do
     args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
     env=(HOME="$tmp/home-$c-$round")
+    bin="$pneuma"
     case "$c" in
+    before) bin="$STARTS_BEFORE" ;;
     default) [[ -n "$profile" && "$round" == 1 ]] && args+=(--cpuprofile "$profile") ;;
     otlp) env+=(OTEL_EXPORTER_OTLP_ENDPOINT="http://$otlp_addr" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) ;;
     *) args+=(--stagger "$c") ;;
     esac
-    echo "== round $round, pneuma $c: ${env[*]:1} pneuma ${args[*]} jobs.yaml   load $(load)"
+    echo "== round $round, pneuma $c: ${env[*]:1} $bin ${args[*]} jobs.yaml   load $(load)"
     repo="$tmp/repo-$c-$round"
     jobsfile >"$repo/jobs.yaml"
     mkdir -p "$tmp/home-$c-$round"
     t0=$(now_us)
-    (cd "$repo" && exec env "${env[@]}" "$pneuma" "${args[@]}" jobs.yaml >"$tmp/events-$c-$round.jsonl" 2>"$tmp/stderr-$c-$round.log") &
+    (cd "$repo" && exec env "${env[@]}" "$bin" "${args[@]}" jobs.yaml >"$tmp/events-$c-$round.jsonl" 2>"$tmp/stderr-$c-$round.log") &
     pid=$!
     hwm=0 utime=0 stime=0 children=0
     while kill -0 "$pid" 2>/dev/null; do
