@@ -126,7 +126,7 @@ func TestRunNotifiesFromJobsFile(t *testing.T) {
 
 	bad := writeJobs(t, repo, "version: 1\nnotify:\n  - url: ftp://x/y\njobs:\n  - name: one\n    prompt: first\n")
 	r = run(t, "", nil, "run", "--claude", fakecli.Install(t, fakecli.Scenario{}), bad)
-	if r.code != cmd.ExitUsage || !strings.Contains(r.stderr, "jobs.yaml: notify[0]: url") {
+	if r.code != cmd.ExitUsage || !strings.Contains(r.stderr, "notify url must be an http") {
 		t.Fatalf("bad target: exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -448,5 +450,12 @@ func TestDisabledNotifierPassesThrough(t *testing.T) {
 	n.Close(context.Background())
 	if seen != 1 {
 		t.Fatal("the next reporter was skipped")
+	}
+}
+
+// The jobs file's decoder knows the same formats and events.
+func TestJobsFileKnowsTheSameValues(t *testing.T) {
+	if !slices.Equal(Formats, jobfile.NotifyFormats) || !slices.Equal(Events, jobfile.NotifyEvents) {
+		t.Fatalf("notify %v %v, jobfile %v %v", Formats, Events, jobfile.NotifyFormats, jobfile.NotifyEvents)
 	}
 }

@@ -1,45 +1,16 @@
 package runner
 
 import (
-	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
-func TestDecodeNotify(t *testing.T) {
-	f, err := Decode("/work/jobs.yaml", []byte(`version: 1
-notify:
-  - url: https://hooks.example/p
-    format: slack
-    events: [job_failed, run_finished]
-  - url: https://example/h
-    secret_file: secrets/hook
-jobs:
-  - name: a
-    prompt: hi
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Notify) != 2 || f.Notify[0].Format != "slack" || len(f.Notify[0].Events) != 2 || f.Notify[1].SecretFile != "secrets/hook" {
-		t.Fatalf("notify %+v", f.Notify)
-	}
-	got := resolveNotify("/work", f.Notify)
-	if got[1].SecretFile != filepath.Join("/work", "secrets/hook") || f.Notify[1].SecretFile != "secrets/hook" {
-		t.Fatalf("resolved %+v (original %+v)", got, f.Notify)
-	}
-
-	for _, tc := range []struct{ yaml, want string }{
-		{"notify: https://x\n", `jobs.yaml:2:9: notify must be a list of targets, not a scalar`},
-		{"notify:\n  - url: https://x\n    secret: s\n", `jobs.yaml:4:5: unknown field "secret"`},
-		{"notify:\n  - format: json\n", `jobs.yaml:3:5: a notify target needs a url`},
-		{"notifi: []\n", `did you mean "notify"?`},
-	} {
-		_, err := Decode("jobs.yaml", []byte("version: 1\n"+tc.yaml+"jobs: [{name: a, prompt: hi}]\n"))
-		var de *DecodeError
-		if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
-		}
+func TestResolveNotify(t *testing.T) {
+	in := []jobfile.Notify{{URL: "https://a"}, {URL: "https://b", SecretFile: "secrets/hook"}, {URL: "https://c", SecretFile: "/abs/key"}}
+	got := resolveNotify("/work", in)
+	if got[0].SecretFile != "" || got[1].SecretFile != filepath.Join("/work", "secrets/hook") || got[2].SecretFile != "/abs/key" || in[1].SecretFile != "secrets/hook" {
+		t.Fatalf("resolved %+v (original %+v)", got, in)
 	}
 }

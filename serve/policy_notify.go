@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -14,14 +15,14 @@ import (
 // notifyTargets checks a client's notify: targets: allowed only under
 // --client-allow notify (each URL is a request the server makes, to any
 // host the client names), each target valid, its secret_file under a root.
-func (c *policyCheck) notifyTargets(key string, targets []runner.NotifySpec) error {
+func (c *policyCheck) notifyTargets(key string, targets []jobfile.Notify) error {
 	if err := c.gated(key, "notify"); err != nil {
 		return err
 	}
 	for i, t := range targets {
 		field := fmt.Sprintf("%s[%d]", key, i)
 		if probs := notifyTarget(t).Check(); len(probs) > 0 {
-			return &DecodeError{Problems: []Problem{{Field: field, Message: strings.Join(probs, "; ")}}}
+			return &jobfile.DecodeError{Problems: []jobfile.Problem{{Pos: jobfile.Pos{Path: field}, Msg: strings.Join(probs, "; ")}}}
 		}
 		if t.SecretFile != "" {
 			if err := c.path(field+".secret_file", t.SecretFile); err != nil {
@@ -32,7 +33,7 @@ func (c *policyCheck) notifyTargets(key string, targets []runner.NotifySpec) err
 	return nil
 }
 
-func notifyTarget(t runner.NotifySpec) notify.Target {
+func notifyTarget(t jobfile.Notify) notify.Target {
 	return notify.Target{URL: t.URL, Format: t.Format, Events: t.Events, SecretFile: t.SecretFile}
 }
 

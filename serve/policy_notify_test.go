@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // A client's notify: targets are requests the server makes: refused
@@ -13,27 +13,27 @@ import (
 // secret file under a root.
 func TestPolicyNotify(t *testing.T) {
 	root := t.TempDir()
-	file := func(targets ...runner.NotifySpec) *runner.File {
-		return &runner.File{Version: 1, Notify: targets, Jobs: []runner.JobSpec{{Name: "a", Prompt: "hi", Repo: root}}}
+	file := func(targets ...jobfile.Notify) *jobfile.File {
+		return &jobfile.File{Version: 1, Notify: targets, Jobs: []jobfile.Job{{Name: "a", Prompt: "hi", Repo: root}}}
 	}
 	closed := Policy{}
 	closed.defaults()
 	c := policyCheck{p: &closed, roots: []string{root}, dir: root}
 	var pe *PolicyError
-	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h"})); !errors.As(err, &pe) || pe.Field != "notify" || !strings.Contains(err.Error(), `"notify"`) {
+	if err := c.file(file(jobfile.Notify{URL: "https://x.example/h"})); !errors.As(err, &pe) || pe.Field != "notify" || !strings.Contains(err.Error(), `"notify"`) {
 		t.Fatalf("notify without the operator's allow: %v", err)
 	}
 	open := Policy{Allow: []string{"notify"}}
 	open.defaults()
 	c.p = &open
-	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h", SecretFile: "hook.key"})); err != nil {
+	if err := c.file(file(jobfile.Notify{URL: "https://x.example/h", SecretFile: "hook.key"})); err != nil {
 		t.Fatalf("allowed: %v", err)
 	}
-	if err := c.file(file(runner.NotifySpec{URL: "https://x.example/h", SecretFile: "/etc/shadow"})); !errors.As(err, &pe) || pe.Field != "notify[0].secret_file" {
+	if err := c.file(file(jobfile.Notify{URL: "https://x.example/h", SecretFile: "/etc/shadow"})); !errors.As(err, &pe) || pe.Field != "notify[0].secret_file" {
 		t.Fatalf("a secret file outside the roots: %v", err)
 	}
-	var de *DecodeError
-	if err := c.file(file(runner.NotifySpec{URL: "file:///etc/passwd"})); !errors.As(err, &de) || de.Problems[0].Field != "notify[0]" {
+	var de *jobfile.DecodeError
+	if err := c.file(file(jobfile.Notify{URL: "file:///etc/passwd"})); !errors.As(err, &de) || de.Problems[0].Pos.Path != "notify[0]" {
 		t.Fatalf("a file URL: %v", err)
 	}
 }
