@@ -9,6 +9,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/notify"
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -58,4 +59,17 @@ func (s *Server) runNotifier(p *runner.Plan) (*notify.Notifier, func(), error) {
 		defer cancel()
 		n.Close(ctx)
 	}, nil
+}
+
+// withRunNotifier runs exec with the server's run options and, when the
+// plan has notify: targets, a notifier of its own told of the run too.
+func (s *Server) withRunNotifier(p *runner.Plan, rep runner.Reporter, exec func(runner.Options) (*report.Report, error)) (*report.Report, error) {
+	o := s.runOptions(rep)
+	n, stop, err := s.runNotifier(p)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	o.Reporter = n.Reporter(o.Reporter, s.consoleURL("runs"))
+	return exec(o)
 }

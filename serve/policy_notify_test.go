@@ -37,3 +37,17 @@ func TestPolicyNotify(t *testing.T) {
 		t.Fatalf("a file URL: %v", err)
 	}
 }
+
+// Over HTTP: a run request whose jobs file sets notify: is a 403 naming
+// the field unless the operator allows it.
+func TestRunRequestNotifyRefused(t *testing.T) {
+	b := newBed(t, nil)
+	body := `{"jobs_yaml":"version: 1\nnotify:\n  - url: http://127.0.0.1:1/h\njobs: [{name: a, prompt: hi}]\n"}`
+	var e struct {
+		Error string `json:"error"`
+	}
+	resp := b.do("POST", "/api/runs", body, &e)
+	if resp.StatusCode != 403 || !strings.Contains(e.Error, "notify") {
+		t.Fatalf("%d %q", resp.StatusCode, e.Error)
+	}
+}

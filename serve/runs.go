@@ -286,14 +286,7 @@ func readProblem(name string, err error) string {
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
 func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
-	o := s.runOptions(rep)
-	n, stop, err := s.runNotifier(p)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	o.Reporter = n.Reporter(o.Reporter, s.consoleURL("runs"))
-	return runner.Run(ctx, p, o)
+	return s.withRunNotifier(p, rep, func(o runner.Options) (*report.Report, error) { return runner.Run(ctx, p, o) })
 }
 
 // runOptions are the options of every run the server starts or resumes.
@@ -407,7 +400,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.launch(w, p, ru.log, slots, warnings, func(ctx context.Context, nru *run) (*report.Report, error) {
-		return runner.Resume(ctx, p, prior, s.runOptions(nru))
+		return s.withRunNotifier(p, nru, func(o runner.Options) (*report.Report, error) { return runner.Resume(ctx, p, prior, o) })
 	})
 }
 
