@@ -7,6 +7,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // driver runs one attempt's CLI process: it sends the prompts one turn
@@ -20,8 +21,9 @@ type driver struct {
 	p       *claude.Process
 	prompts []string // the prompts to send (a session's grow as messages come)
 	audit   *audit
-	env     []string // the CLI's environment, for the verify command
-	client  client   // a server session's client; nil for a job
+	env     []string     // the CLI's environment, for the verify command
+	client  client       // a server session's client; nil for a job
+	box     *sandbox.Box // the job's sandbox (nil: none)
 
 	tally
 	sent     int  // prompts sent
@@ -216,6 +218,7 @@ func (d *driver) handle(ev claude.Event) action {
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)
 	case isResult:
+		d.box.SyncRefs() // the turn's commits inside reach the branch before anything reads it
 		d.r.observeResult(d.job.Name, d.results, ev.Result, d.served)
 		return d.afterResult(ev.Result)
 	}

@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// Tool results show the sandbox's refusals: EROFS for a write, a missing
+// path that exists outside for a read; a path missing everywhere is no
+// denial.
+func TestNoteToolResult(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(key, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &Box{}
+	b.NoteToolResult("", "cat: "+key+": No such file or directory\n"+
+		"sh: 1: cannot create /repo/x.txt: Read-only file system\n"+
+		"touch: cannot touch '/repo/x.txt': Read-only file system\n"+
+		"cat: /nowhere/at/all: No such file or directory\nok")
+	b.NoteToolResult(key, "File does not exist. Note: your current working directory is /w.")
+	b.NoteToolResult("/etc/passwd", "EROFS: read-only file system, open '/etc/passwd'")
+	b.NoteToolResult("", "all fine")
+	got := b.denied.list()
+	want := []Denied{{"read", key, 2}, {"write", "/repo/x.txt", 2}, {"write", "/etc/passwd", 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("denied = %+v\nwant %+v", got, want)
+	}
+}
