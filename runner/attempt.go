@@ -104,6 +104,9 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit, client: r.client, box: boxOf(ctx)}
 	if r.client != nil {
 		r.client.started(p)
+		if box := boxOf(ctx); box != nil {
+			r.client.sandboxed(sandboxReport(box))
+		}
 		defer func() { r.client.ended(&a, d.sent > d.results) }()
 	}
 	stopped := d.loop(ctx)

@@ -191,6 +191,12 @@ const (
 
 // handle updates the driver with one event and says what the loop must do.
 func (d *driver) handle(ev claude.Event) action {
+	if ev.Type == claude.TypeResult && d.box != nil {
+		d.box.SyncRefs() // the turn's commits inside reach the branch before anything reads it
+		if d.client != nil {
+			d.client.sandboxed(sandboxReport(d.box))
+		}
+	}
 	if d.client != nil {
 		d.client.observe(ev)
 	}
@@ -218,7 +224,6 @@ func (d *driver) handle(ev claude.Event) action {
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)
 	case isResult:
-		d.box.SyncRefs() // the turn's commits inside reach the branch before anything reads it
 		d.r.observeResult(d.job.Name, d.results, ev.Result, d.served)
 		return d.afterResult(ev.Result)
 	}
@@ -307,6 +312,9 @@ type client interface {
 	// asker is who answers the permission prompts (nil: the CLI's mode).
 	asking() bool
 	asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse
+	// sandboxed tells the client how its sandbox stands (CLI start, each
+	// result); never called without a sandbox.
+	sandboxed(rep *report.Sandbox)
 }
 
 // stopper runs the stop ladder of a process once, in the background, so

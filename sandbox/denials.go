@@ -46,13 +46,12 @@ func (b *Box) NoteToolResult(path, text string) {
 		text = text[:scanLimit]
 	}
 	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case readOnly.MatchString(line):
-			if p := firstPath(line, path); p != "" {
+		if loc := readOnly.FindStringIndex(line); loc != nil {
+			if p := firstPath(line, path, loc[0], loc[1]); p != "" {
 				b.denied.add("write", p)
 			}
-		case missing.MatchString(line):
-			if p := firstPath(line, path); p != "" && existsOutside(p) {
+		} else if loc := missing.FindStringIndex(line); loc != nil {
+			if p := firstPath(line, path, loc[0], loc[1]); p != "" && existsOutside(p) {
 				b.denied.add("read", p)
 			}
 		}
@@ -60,12 +59,17 @@ func (b *Box) NoteToolResult(path, text string) {
 }
 
 // firstPath is path, the tool's own, when it is absolute, or else the
-// first absolute path in line.
-func firstPath(line, path string) string {
+// path the error at [at, end) in line names: the last absolute path before
+// it ("bash: line 1: /x: Read-only file system"), or else the first after
+// it ("EROFS: read-only file system, open '/x'").
+func firstPath(line, path string, at, end int) string {
 	if filepath.IsAbs(path) {
 		return filepath.Clean(path)
 	}
-	if m := absPath.FindStringSubmatch(line); m != nil {
+	if ms := absPath.FindAllStringSubmatch(line[:at], -1); len(ms) > 0 {
+		return filepath.Clean(ms[len(ms)-1][1])
+	}
+	if m := absPath.FindStringSubmatch(line[end:]); m != nil {
 		return filepath.Clean(m[1])
 	}
 	return ""

@@ -18,7 +18,7 @@ func TestNoteToolResult(t *testing.T) {
 	}
 	b := &Box{}
 	b.NoteToolResult("", "cat: "+key+": No such file or directory\n"+
-		"sh: 1: cannot create /repo/x.txt: Read-only file system\n"+
+		"/bin/bash: line 1: /repo/x.txt: Read-only file system\n"+
 		"touch: cannot touch '/repo/x.txt': Read-only file system\n"+
 		"cat: /nowhere/at/all: No such file or directory\nok")
 	b.NoteToolResult(key, "File does not exist. Note: your current working directory is /w.")
