@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -29,4 +30,28 @@ func TestNoteToolResult(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("denied = %+v\nwant %+v", got, want)
 	}
+}
+
+// Tool results are the agent's output: whatever they hold, a denial names
+// an absolute, bounded path, counts at least once, and no line is
+// counted twice.
+func FuzzNoteToolResult(f *testing.F) {
+	for _, s := range []string{"/bin/bash: line 1: /x: Read-only file system", "EROFS: read-only file system, open '/y'",
+		"cat: /etc/passwd: No such file or directory", "does not exist /", "\n\n"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, text, path string) {
+		b := &Box{}
+		b.NoteToolResult(path, text)
+		total := 0
+		for _, d := range b.denied.list() {
+			if d.Path != "(other)" && (!filepath.IsAbs(d.Path) || len(d.Path) > 300) || d.Count < 1 || (d.Op != "read" && d.Op != "write") {
+				t.Errorf("denial %+v", d)
+			}
+			total += d.Count
+		}
+		if lines := strings.Count(text, "\n") + 1; total > lines {
+			t.Errorf("%d denials from %d lines", total, lines)
+		}
+	})
 }
