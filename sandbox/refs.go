@@ -82,10 +82,11 @@ func (o *ownRef) sync() error {
 		}
 	}
 	real, _ := o.git("rev-parse", "--verify", "-q", o.ref) // unborn: none inside either
-	if real == o.last && err == nil {
-		return nil
-	}
 	o.last = real
+	// Written only when it differs: a git inside may be writing it now.
+	if inside, ok := readRef(own); (ok && inside == real) || (!ok && real == "") {
+		return err
+	}
 	if real == "" {
 		_ = os.Remove(own) // gone outside: gone inside
 		return err
