@@ -25,6 +25,7 @@ all: build
 ## build: compile ./bin/pneuma
 build:
 	$(GO) build -o bin/pneuma .
+	$(GO) build -o bin/pneuma-sandbox-forward ./cmd/pneuma-sandbox-forward
 
 ## claude: install the oldest supported Claude Code CLI into .cache/claude (npm, lockfile)
 claude: $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION)
@@ -110,7 +111,7 @@ fuzz:
 ## history vs cat and ccusage, the server's fan-out, replay and memory)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
-	./scripts/bench-starts.sh
+	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 ./scripts/bench-starts.sh
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
 

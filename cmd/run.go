@@ -16,6 +16,8 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/text"
+	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -51,6 +53,8 @@ type RunOptions struct {
 	FallbackModel string        `mapstructure:"fallback_model"`
 	CPUProfile    string        `mapstructure:"cpuprofile"`
 	Sandbox       bool          `mapstructure:"sandbox"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -154,6 +158,7 @@ func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, erro
 
 // runRun is `pneuma run`.
 func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	io = syncErr(io)
 	if o.CPUProfile != "" {
 		stop, err := startCPUProfile(o.CPUProfile)
 		if err != nil {
@@ -190,6 +195,16 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopTelemetry()
 	tel.Wire(&ropts)
+	targets, err := runTargets(o.Notify, plan)
+	if err != nil {
+		return err
+	}
+	notes, stopNotify, err := startNotify(ctx, io, targets)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)
@@ -250,9 +265,9 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	if err != nil {
 		return nil, nil, &UsageError{Err: err}
 	}
-	var file *runner.File
+	var file *jobfile.File
 	if o.JobsFile != "" {
-		if file, err = runner.ReadFile(o.JobsFile); err != nil {
+		if file, err = jobfile.Read(o.JobsFile); err != nil {
 			return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
 		}
 	}
@@ -291,7 +306,7 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 
 // jobsFileErr introduces the problems of a jobs file.
 func jobsFileErr(err error) error {
-	var derr *runner.DecodeError
+	var derr *jobfile.DecodeError
 	var cerr *runner.ConfigError
 	if errors.As(err, &derr) || errors.As(err, &cerr) {
 		return fmt.Errorf("invalid jobs file:\n%w", err)

@@ -93,6 +93,9 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 		return *res
 	}
 	defer closeSandbox(box) // after the finish stage: its transcript is read from the box's config dir
+	if box != nil {
+		records.audit.inspect = box.NoteToolResult
+	}
 	ctx = withBox(ctx, box)
 	sessionID := r.attempts(ctx, job, records, jr.prior, res)
 	records.audit.flush()
@@ -137,10 +140,4 @@ func redactResult(res *report.Job) {
 	for i := range res.Attempts {
 		res.Attempts[i].Error = redact.String(res.Attempts[i].Error)
 	}
-}
-
-// event fills in what every event carries and tells the reporter.
-func (r *run) event(e Event) {
-	e.Time, e.RunID, e.SpentUSD = time.Now(), r.plan.RunID, r.spentSoFar()
-	r.opts.Reporter.Event(e)
 }

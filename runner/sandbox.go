@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
@@ -70,7 +71,7 @@ func confine(box *sandbox.Box, cfg *claude.Config) error {
 
 // planSandbox settles a job's sandbox: --sandbox turns it on; its paths
 // are resolved against the jobs file's directory and must exist.
-func (pl *planner) planSandbox(j *Job, spec JobSpec) {
+func (pl *planner) planSandbox(j *Job, spec jobfile.Job) {
 	switch {
 	case pl.o.Sandbox && spec.Sandbox.On():
 		s := *spec.Sandbox
@@ -109,7 +110,7 @@ func (pl *planner) checkSandbox() {
 // sessionSandbox settles a session's sandbox: its paths resolved against
 // the server's working directory, and a sandbox that cannot start refused
 // before the session opens.
-func sessionSandbox(j *Job, spec JobSpec, workDir string) error {
+func sessionSandbox(j *Job, spec jobfile.Job, workDir string) error {
 	if !spec.Sandbox.On() {
 		return nil
 	}
@@ -210,7 +211,13 @@ func closeSandbox(box *sandbox.Box) {
 // proxy refused connections.
 func noteSandbox(res *report.Job, box *sandbox.Box) {
 	res.Sandbox = sandboxReport(box)
-	if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 {
+	if res.Sandbox == nil {
+		return
+	}
+	for _, e := range res.Sandbox.RefErrors {
+		res.Warnings = append(res.Warnings, report.Warning{Code: report.WarnSandboxRef, Message: e})
+	}
+	if res.Sandbox.RefusedCount == 0 {
 		return
 	}
 	hosts := make([]string, 0, 5)
@@ -237,5 +244,14 @@ func sandboxReport(box *sandbox.Box) *report.Sandbox {
 		out.Refused = append(out.Refused, report.RefusedHost{Host: h.Host, Count: h.Count})
 		out.RefusedCount += h.Count
 	}
+	for _, d := range rep.Denied {
+		out.Denied = append(out.Denied, report.DeniedPath{Op: d.Op, Path: d.Path, Count: d.Count})
+		if d.Op == "read" {
+			out.DeniedReads += d.Count
+		} else {
+			out.DeniedWrites += d.Count
+		}
+	}
+	out.RefErrors = rep.RefErrors
 	return out
 }

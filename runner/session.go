@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -145,6 +142,10 @@ type SessionState struct {
 	// LastTurn is how the latest turn ended, decided as a job's attempt is
 	// (report statuses and reasons); nil before the first.
 	LastTurn *TurnOutcome `json:"last_turn,omitempty"`
+	// Sandbox is the session's sandbox as it stands (its hosts, what it
+	// refused so far), from its CLI's start and each turn's end; nil
+	// without one.
+	Sandbox *report.Sandbox `json:"sandbox,omitempty"`
 	// CLIPid is the session's CLI process while one runs. A server killed
 	// outright leaves it behind; the restored session ends it before it
 	// resumes the CLI session (two processes on one session collide).
@@ -176,6 +177,10 @@ type PermissionDecision struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	// Message is what the model reads (deny).
 	Message string `json:"message,omitempty"`
+	// By says who decided, for the audit's rule and permission_resolved:
+	// ByLink for a notification's approval link; empty is a client. It is
+	// never read from a client's JSON.
+	By string `json:"-"`
 }
 
 // SessionEvent is one thing that happened in a session. A server adds a
@@ -243,41 +248,4 @@ func sessionLabel(name, id string) string {
 		return name
 	}
 	return id
-}
-
-// CheckRoots returns an *OutsideRootsError unless path resolves (symlinks
-// followed) under one of roots; no roots allow any path.
-func CheckRoots(path string, roots []string) error {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !underRoots(real, roots) {
-		return &OutsideRootsError{Repo: path, Roots: roots}
-	}
-	return nil
-}
-
-// underRoots reports whether path (symlinks resolved) is inside one of roots.
-func underRoots(path string, roots []string) bool {
-	if len(roots) == 0 {
-		return true
-	}
-	for _, r := range roots {
-		real, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(real, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(os.PathSeparator)) {
-			return true
-		}
-	}
-	return false
-}
-
-// OutsideRootsError is a repository outside the server's roots (403).
-type OutsideRootsError struct {
-	Repo  string
-	Roots []string
-}
-
-func (e *OutsideRootsError) Error() string {
-	return fmt.Sprintf("repository %s is not under any root (%s)", e.Repo, strings.Join(e.Roots, ", "))
 }

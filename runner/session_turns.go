@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -59,7 +60,7 @@ func (s *Session) Interrupt() error {
 // permission mode leave open: the session's clients, or nobody (the CLI's
 // mode decides).
 func (s *Session) asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse {
-	if s.plan.PermissionPrompt == PermissionPromptClient {
+	if s.plan.PermissionPrompt == jobfile.PermissionPromptClient {
 		return s.ask
 	}
 	return nil
@@ -116,6 +117,14 @@ func (s *Session) started(p *claude.Process) {
 	s.st.CLIPid = p.Pid()
 	s.emit("cli_started", map[string]any{"pid": p.Pid(), "resume": s.st.CLISessionID})
 	s.setStatus(SessionRunning)
+}
+
+// sandboxed records the session's sandbox and tells clients.
+func (s *Session) sandboxed(rep *report.Sandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Sandbox = rep
+	s.emit("sandbox_update", rep)
 }
 
 // observe takes one event of the CLI.

@@ -17,7 +17,7 @@ func TestAuthEveryRoute(t *testing.T) {
 	b := newBed(t, nil)
 	for _, rt := range b.s.Routes() {
 		method, path, _ := strings.Cut(rt.Pattern, " ")
-		path = strings.NewReplacer("{id}", "x1", "{request_id}", "r1", "{job}", "j1", "{$}", "").Replace(path)
+		path = strings.NewReplacer("{id}", "x1", "{request_id}", "r1", "{job}", "j1", "{token}", "t1", "{$}", "").Replace(path)
 		t.Run(rt.Pattern, func(t *testing.T) {
 			for _, tc := range []struct {
 				token string
@@ -26,7 +26,11 @@ func TestAuthEveryRoute(t *testing.T) {
 				resp := b.doToken(tc.token, method, path, "", nil)
 				got := resp.StatusCode
 				if rt.Auth == AuthNone {
-					if got == http.StatusUnauthorized || got == http.StatusForbidden && method != "OPTIONS" {
+					// A preflight from no allowed origin and an approval
+					// link whose token (in the path) is not the server's
+					// are refused with 403; no bearer token is asked.
+					forbiddenOK := method == "OPTIONS" || strings.HasPrefix(path, "/approve/")
+					if got == http.StatusUnauthorized || got == http.StatusForbidden && !forbiddenOK {
 						t.Errorf("public route with token %q: %d", tc.token, got)
 					}
 					continue
@@ -102,6 +106,27 @@ func TestBodyLimitsAndStrictDecoding(t *testing.T) {
 	resp := b.do("POST", "/api/sessions", `{"modle":"x","max_turns":-1,"permission_prompt":"server"}`, &e)
 	if resp.StatusCode != 400 || len(e.Problems) != 3 {
 		t.Errorf("three problems: %d %+v", resp.StatusCode, e.Problems)
+	}
+}
+
+// One decode error, two sources: a run request's own fields are an "invalid
+// run" at the field's name, its jobs file's problems an "invalid jobs file"
+// at file:line:col; both are jobfile.DecodeError inside and the same
+// {field, message} outside.
+func TestRunDecodeProblems(t *testing.T) {
+	b := newBed(t, nil)
+	tests := []struct{ body, err, field, msg string }{
+		{`{}`, "invalid run", "jobs_file", "give exactly one of jobs_file and jobs_yaml"},
+		{`{"jobs_file":"a.yaml","jobs_yaml":"version: 1"}`, "invalid run", "jobs_file", "give exactly one of jobs_file and jobs_yaml"},
+		{`{"jobs_yaml":"version: 1\nconcurency: 2\njobs: [{name: a, prompt: p}]\n"}`, "invalid jobs file", ":2:1", `unknown field "concurency" (did you mean "concurrency"?)`},
+	}
+	for _, tt := range tests {
+		var e apiError
+		resp := b.do("POST", "/api/runs", tt.body, &e)
+		if resp.StatusCode != http.StatusBadRequest || e.Error != tt.err || len(e.Problems) != 1 ||
+			!strings.HasSuffix(e.Problems[0].Field, tt.field) || e.Problems[0].Message != tt.msg {
+			t.Errorf("POST /api/runs %s: %d %+v, want 400 %q with %s: %s", tt.body, resp.StatusCode, e, tt.err, tt.field, tt.msg)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
 	"github.com/pneuma-cli/pneuma/usage"
@@ -40,6 +42,9 @@ type sessionObject struct {
 	Transcript   string `json:"transcript,omitempty"`
 	// Damage says why a damaged session could not be restored.
 	Damage string `json:"damage,omitempty"`
+	// Sandbox is the session's sandbox (absent without one): its rules
+	// until its CLI starts, then also what it refused.
+	Sandbox *report.Sandbox `json:"sandbox,omitempty"`
 }
 
 func (e *entry) object() sessionObject {
@@ -49,7 +54,10 @@ func (e *entry) object() sessionObject {
 		Repo: st.Repo, Branch: st.Branch, Worktree: st.Worktree, Model: st.Model,
 		CreatedAt: st.CreatedAt, LastSeq: e.log.LastSeq(), NumTurns: st.NumTurns,
 		CostUSD: st.CostUSD, Usage: st.Usage, MessageCount: st.MessageCount,
-		PendingPermissions: st.PendingPermissions, Damage: e.damage,
+		PendingPermissions: st.PendingPermissions, Damage: e.damage, Sandbox: st.Sandbox,
+	}
+	if j := st.Plan.Job; o.Sandbox == nil && j != nil && j.Sandbox.On() {
+		o.Sandbox = &report.Sandbox{Network: j.Sandbox.Network, Read: j.Sandbox.Read, Write: j.Sandbox.Write}
 	}
 	if o.PendingPermissions == nil {
 		o.PendingPermissions = []PendingPermission{}
@@ -81,11 +89,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	spec, err := DecodeSessionSpec(data)
+	spec, err := jobfile.DecodeSession(data)
 	if err != nil {
-		var de *DecodeError
+		var de *jobfile.DecodeError
 		if errors.As(err, &de) {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: problemsOf(de)})
 			return
 		}
 		writeError(w, http.StatusBadRequest, "%v", err)
@@ -125,7 +133,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 // engineError maps runner's typed errors to statuses.
 func (s *Server) engineError(w http.ResponseWriter, err error) {
 	var oe *OutsideRootsError
-	var de *DecodeError
+	var de *jobfile.DecodeError
 	var ce *runner.ConfigError
 	switch {
 	case errors.As(err, &oe):
@@ -133,7 +141,7 @@ func (s *Server) engineError(w http.ResponseWriter, err error) {
 	case errors.As(err, &ce): // the client's request (a missing repo, not a repository, a bad base)
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.As(err, &de):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: problemsOf(de)})
 	case errors.Is(err, errClosed), errors.Is(err, errDamaged), errors.Is(err, ErrPermissionResolved):
 		writeError(w, http.StatusConflict, "%v", err)
 	case errors.Is(err, ErrNoSuchPermission):
