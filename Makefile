@@ -71,9 +71,10 @@ test-next: claude-next test-deps
 
 # The contract subset: the end-to-end tests that depend on how the CLI behaves (its flags,
 # stream, transcripts, prices, retries, tool results): every test of the test bed's own CLI
-# suite, and the tests named RealCLI or EndToEnd in the packages that drive or read the CLI.
+# suite, the tests named RealCLI or EndToEnd in the packages that drive or read the CLI, and the
+# runner's tests of a retry continuing the CLI's session and of a policy's edit of a tool call.
 CONTRACT_PKGS := ./claude/ ./history/ ./runner/
-CONTRACT_RUN  := RealCLI|EndToEnd
+CONTRACT_RUN  := RealCLI|EndToEnd|TestRetryResumesSession|TestPolicyEditedInputIsApplied
 
 ## test-contract: the contract subset on the oldest supported CLI, without -race (a few minutes)
 test-contract: claude
