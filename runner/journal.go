@@ -2,12 +2,14 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,8 +37,12 @@ const (
 type Journal struct {
 	JournalData
 
-	mu    sync.Mutex // guards JournalData, dirty and seq
-	dirty []bool     // per job: changed since its state was last appended
+	mu    sync.Mutex     // guards JournalData, dirty, index and seq
+	dirty []bool         // per job: changed since its state was last appended
+	index map[string]int // a job's place in Jobs, by name
+	// results, when set, holds the results of finished jobs instead of
+	// memory (storeResults): their states keep Result nil and stored set.
+	results *resultStore
 	// seq counts the calls of sync; saved and saveErr (guarded by
 	// writeMu) are those of the last append that included them.
 	seq uint64
@@ -135,7 +141,13 @@ type JobState struct {
 	Attempts  []report.Attempt `json:"attempts,omitempty"`
 	StartedAt time.Time        `json:"started_at,omitzero"`
 	Result    *report.Job      `json:"result,omitempty"`
+
+	// stored says Result is in the journal's result store, not here.
+	stored bool
 }
+
+// Done reports whether the job finished with a result.
+func (s *JobState) Done() bool { return s.State == StateFinished && (s.Result != nil || s.stored) }
 
 // JournalPath is where a run's journal lives.
 func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
@@ -161,6 +173,7 @@ func ReadJournal(runDir string) (*Journal, error) {
 	if err := j.replay(); err != nil {
 		return nil, err
 	}
+	j.reindex()
 	return &j, nil
 }
 
@@ -228,7 +241,116 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
 	}
 	j.dirty = make([]bool, len(j.Jobs))
+	j.reindex()
 	return j, j.save()
+}
+
+// reindex maps the jobs' names to their places in Jobs.
+func (j *Journal) reindex() {
+	j.index = make(map[string]int, len(j.Jobs))
+	for i, s := range j.Jobs {
+		j.index[s.Name] = i
+	}
+}
+
+// storeResults moves the results of the finished jobs into a store at
+// path, and from now on those of the jobs that finish (settle), so that
+// memory holds none of them. It returns the totals of the jobs that had
+// finished already (a resumed run's).
+func (j *Journal) storeResults(path string) (report.Totals, error) {
+	var t report.Totals
+	st, err := openResults(path, len(j.Jobs))
+	if err != nil {
+		return t, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, s := range j.Jobs {
+		if s.State != StateFinished || s.Result == nil {
+			continue
+		}
+		t.Add(s.Result)
+		if err := st.put(i, s.Result); err != nil {
+			st.close()
+			return report.Totals{}, err
+		}
+		c := *s
+		c.Result, c.stored = nil, true
+		j.Jobs[i] = &c
+	}
+	j.results = st
+	return t, nil
+}
+
+// settle moves a finished job's result from memory to the result store
+// once its state is in the log (a state still to append keeps it).
+func (j *Journal) settle(name string) error {
+	j.mu.Lock()
+	i, ok := j.index[name]
+	if !ok || j.results == nil || j.dirty[i] {
+		j.mu.Unlock()
+		return nil
+	}
+	s := j.Jobs[i]
+	res := s.Result
+	j.mu.Unlock()
+	if s.State != StateFinished || res == nil {
+		return nil
+	}
+	if err := j.results.put(i, res); err != nil {
+		return err // it stays in memory
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.Jobs[i] == s && !j.dirty[i] {
+		c := *s
+		c.Result, c.stored = nil, true
+		j.Jobs[i] = &c
+	}
+	return nil
+}
+
+// eachResult calls fn with the result of every finished job, in plan order,
+// reading stored ones back one at a time.
+func (j *Journal) eachResult(fn func(*report.Job) error) error {
+	j.mu.Lock()
+	n := len(j.Jobs)
+	j.mu.Unlock()
+	for i := range n {
+		res, err := j.result(i)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			if err := fn(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// result is job i's result, from memory or the store; nil when it has none.
+func (j *Journal) result(i int) (*report.Job, error) {
+	j.mu.Lock()
+	s := j.Jobs[i]
+	st := j.results
+	j.mu.Unlock()
+	if s.Result != nil || !s.stored || st == nil {
+		return s.Result, nil
+	}
+	return st.get(i)
+}
+
+// closeResults closes the result store and removes its file.
+func (j *Journal) closeResults() {
+	j.mu.Lock()
+	st := j.results
+	j.results = nil
+	j.mu.Unlock()
+	if st != nil {
+		st.close()
+	}
 }
 
 // reopen returns a resumed job's state: a job the run stopped short of
@@ -259,11 +381,9 @@ func reopen(s *JobState) *JobState {
 func (j *Journal) state(name string) *JobState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, s := range j.Jobs {
-		if s.Name == name {
-			c := *s
-			return &c
-		}
+	if i, ok := j.index[name]; ok {
+		c := *j.Jobs[i]
+		return &c
 	}
 	return nil
 }
@@ -273,19 +393,16 @@ func (j *Journal) state(name string) *JobState {
 func (j *Journal) update(name string, f func(*JobState)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for i, s := range j.Jobs {
-		if s.Name == name {
-			f(s)
-			j.dirty[i] = true
-			return
-		}
+	if i, ok := j.index[name]; ok {
+		f(j.Jobs[i])
+		j.dirty[i] = true
 	}
 }
 
-func (j *Journal) finish(r *report.Report) {
+func (j *Journal) finish(status string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.Status = r.Status
+	j.Status = status
 }
 
 // sync makes the changes made before it survive pneuma being killed: it
@@ -356,7 +473,12 @@ func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error)
 	}
 	seq = j.seq
 	j.mu.Unlock()
-	for _, s := range states {
+	for k, s := range states {
+		if s.stored && s.Result == nil {
+			if s.Result, err = j.results.get(changed[k]); err != nil {
+				return nil, changed, seq, err
+			}
+		}
 		data, merr := json.Marshal(&s)
 		if merr != nil {
 			return nil, changed, seq, fmt.Errorf("encode state of job %s: %w", s.Name, merr)
@@ -367,22 +489,45 @@ func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error)
 }
 
 // save writes run.json whole (atomically: temp file, fsync, rename, fsync
-// dir) and starts the log afresh: what it held is in run.json now.
+// dir) and starts the log afresh: what it held is in run.json now. The
+// states are written one at a time, stored results read back one at a time.
 func (j *Journal) save() error {
 	j.writeMu.Lock()
 	defer j.writeMu.Unlock()
 	j.mu.Lock()
 	j.UpdatedAt = time.Now().UTC()
-	data, err := json.Marshal(&j.JournalData)
+	head := j.JournalData
+	head.Jobs = nil
+	states := slices.Clone(j.Jobs) // the pointers: a state is replaced, never changed, once here
 	for i := range j.dirty {
 		j.dirty[i] = false
 	}
 	seq := j.seq
 	j.mu.Unlock()
+	data, err := json.Marshal(&head)
 	if err != nil {
 		return fmt.Errorf("encode run journal: %w", err)
 	}
-	if err := writeFileAtomic(j.path, append(data, '\n')); err != nil {
+	const tail = `"jobs":null}`
+	if !bytes.HasSuffix(data, []byte(tail)) {
+		return errors.New("encode run journal: jobs are not its last member") // cannot happen: JournalData ends with Jobs
+	}
+	err = writeFileAtomicFunc(j.path, func(w io.Writer) error {
+		if _, err := w.Write(data[:len(data)-len(tail)]); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, `"jobs":[`); err != nil {
+			return err
+		}
+		for i, s := range states {
+			if err := j.writeState(w, i, s); err != nil {
+				return err
+			}
+		}
+		_, err := io.WriteString(w, "]}\n")
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	// Only now: a crash before this point replays the old log onto the new
@@ -399,16 +544,52 @@ func (j *Journal) save() error {
 	return nil
 }
 
+// writeState writes state s of job i to run.json (after a comma but for
+// the first), its result read from the store when it is there.
+func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
+	c := *s
+	if c.stored && c.Result == nil {
+		res, err := j.results.get(i)
+		if err != nil {
+			return err
+		}
+		c.Result = res
+	}
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("encode state of job %s: %w", s.Name, err)
+	}
+	if i > 0 {
+		if _, err := io.WriteString(w, ","); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(data)
+	return err
+}
+
 // writeFileAtomic replaces path with data so that a crash leaves either the
 // old or the new content, never a torn file.
 func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileAtomicFunc is writeFileAtomic of what write writes (buffered).
+func writeFileAtomicFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}
