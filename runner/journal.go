@@ -39,6 +39,9 @@ type Journal struct {
 
 	mu    sync.Mutex     // guards JournalData, dirty, index and seq
 	dirty []bool         // per job: changed since its state was last appended
+	// pending lists the jobs dirty marks, in the order they changed: an
+	// append visits them, not every job (that made a run quadratic).
+	pending []int
 	index map[string]int // a job's place in Jobs, by name
 	// results, when set, holds the results of finished jobs instead of
 	// memory (storeResults): their states keep Result nil and stored set.
@@ -245,6 +248,14 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 	return j, j.save()
 }
 
+// markDirty marks job i for the next append; mu is held.
+func (j *Journal) markDirty(i int) {
+	if !j.dirty[i] {
+		j.dirty[i] = true
+		j.pending = append(j.pending, i)
+	}
+}
+
 // reindex maps the jobs' names to their places in Jobs.
 func (j *Journal) reindex() {
 	j.index = make(map[string]int, len(j.Jobs))
@@ -395,7 +406,7 @@ func (j *Journal) update(name string, f func(*JobState)) {
 	defer j.mu.Unlock()
 	if i, ok := j.index[name]; ok {
 		f(j.Jobs[i])
-		j.dirty[i] = true
+		j.markDirty(i)
 	}
 }
 
@@ -450,7 +461,7 @@ func (j *Journal) appendLocked() error {
 		err = fmt.Errorf("append to run journal %s: %w", j.logPath, err)
 		j.mu.Lock()
 		for _, i := range changed {
-			j.dirty[i] = true
+			j.markDirty(i)
 		}
 		j.mu.Unlock()
 	}
@@ -464,13 +475,12 @@ func (j *Journal) appendLocked() error {
 func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error) {
 	j.mu.Lock()
 	var states []JobState
-	for i, d := range j.dirty {
-		if d {
-			states = append(states, *j.Jobs[i])
-			changed = append(changed, i)
-			j.dirty[i] = false
-		}
+	for _, i := range j.pending {
+		states = append(states, *j.Jobs[i])
+		changed = append(changed, i)
+		j.dirty[i] = false
 	}
+	j.pending = j.pending[:0]
 	seq = j.seq
 	j.mu.Unlock()
 	for k, s := range states {
@@ -499,9 +509,10 @@ func (j *Journal) save() error {
 	head := j.JournalData
 	head.Jobs = nil
 	states := slices.Clone(j.Jobs) // the pointers: a state is replaced, never changed, once here
-	for i := range j.dirty {
+	for _, i := range j.pending {
 		j.dirty[i] = false
 	}
+	j.pending = j.pending[:0]
 	seq := j.seq
 	j.mu.Unlock()
 	data, err := json.Marshal(&head)
@@ -545,17 +556,17 @@ func (j *Journal) save() error {
 }
 
 // writeState writes state s of job i to run.json (after a comma but for
-// the first), its result read from the store when it is there.
+// the first). A result in the store is copied in as it is stored, not
+// decoded and encoded again (Result is JobState's last member).
 func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
-	c := *s
-	if c.stored && c.Result == nil {
-		res, err := j.results.get(i)
-		if err != nil {
+	var raw []byte
+	if s.stored && s.Result == nil {
+		var err error
+		if raw, err = j.results.raw(i); err != nil {
 			return err
 		}
-		c.Result = res
 	}
-	data, err := json.Marshal(&c)
+	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode state of job %s: %w", s.Name, err)
 	}
@@ -564,7 +575,20 @@ func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
 			return err
 		}
 	}
-	_, err = w.Write(data)
+	if raw == nil {
+		_, err = w.Write(data)
+		return err
+	}
+	if _, err := w.Write(data[:len(data)-1]); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `,"result":`); err != nil {
+		return err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "}")
 	return err
 }
 

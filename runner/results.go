@@ -64,8 +64,9 @@ func (s *resultStore) has(i int) bool {
 	return s.at[i].n > 0
 }
 
-// get reads job i's entry back; nil when it has none.
-func (s *resultStore) get(i int) (*report.Job, error) {
+// raw reads job i's entry back as JSON, without its newline; nil when it
+// has none.
+func (s *resultStore) raw(i int) ([]byte, error) {
 	s.mu.Lock()
 	sp, f := s.at[i], s.f
 	s.mu.Unlock()
@@ -79,6 +80,16 @@ func (s *resultStore) get(i int) (*report.Job, error) {
 	if _, err := f.ReadAt(buf, sp.off); err != nil {
 		return nil, fmt.Errorf("read job result from %s: %w", s.path, err)
 	}
+	return buf[:len(buf)-1], nil
+}
+
+// get reads job i's entry back; nil when it has none.
+func (s *resultStore) get(i int) (*report.Job, error) {
+	buf, err := s.raw(i)
+	if err != nil || buf == nil {
+		return nil, err
+	}
+	sp := s.at[i]
 	var j report.Job
 	if err := json.Unmarshal(buf, &j); err != nil {
 		return nil, fmt.Errorf("read job result from %s at %d: %w", s.path, sp.off, err)

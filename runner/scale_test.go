@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -92,4 +93,121 @@ func scaleRepo(tb testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// killedJournal leaves in dir the journal of a run of n jobs that was
+// killed when every job but the last tenth had finished (one in a hundred
+// failed): run.json from its start and a log of n*9/10 finished states.
+func killedJournal(tb testing.TB, dir string, n int) *Plan {
+	p := &Plan{RunID: "20261127-000000-scal", RunDir: dir, Concurrency: 30}
+	for i := range n {
+		name := fmt.Sprintf("job-%05d", i+1)
+		p.Jobs = append(p.Jobs, &Job{Name: name, Position: i, Prompts: []string{"job: reply ok"}, Repo: "/repo",
+			Branch: "pneuma/" + p.RunID + "/" + name, Dir: "/repo/.pneuma/worktrees/" + p.RunID + "/" + name})
+	}
+	j, err := openJournal(p, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	j.startWriter()
+	for i, job := range p.Jobs[:n*9/10] {
+		res := &report.Job{Name: job.Name, Position: i, Status: report.StatusSucceeded, SessionID: "0e9c5f7e-2b7a-4d43-9d0c-6f3c1d1b2a10",
+			CostUSD: 0.001, NumTurns: 1, DurationMS: 900, Repo: job.Repo, Branch: job.Branch, Worktree: job.Dir, Result: "ok",
+			Stream: dir + "/jobs/" + job.Name + "/stream.jsonl", PermissionDenials: []report.PermissionDenial{}}
+		if i%100 == 99 {
+			res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonExecution, "error_during_execution"
+		}
+		j.update(job.Name, func(s *JobState) { s.State, s.Result = StateFinished, res })
+		if err := j.sync(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	j.stopWriter() // killed: no final save
+	return p
+}
+
+// BenchmarkResumeReplay10k is what --resume of a killed run of 10,000 jobs
+// does before its first job can start: read run.json, replay the log of
+// 9,000 finished jobs, write the new run.json and move the finished
+// results to the store (issue 27: within a second).
+func BenchmarkResumeReplay10k(b *testing.B) {
+	dir := b.TempDir()
+	killedJournal(b, dir, scaleJobs)
+	for b.Loop() {
+		prior, err := ReadJournal(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j, err := openJournal(prior.Plan, prior)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.storeResults(RunDir(dir).Results()); err != nil {
+			b.Fatal(err)
+		}
+		j.closeResults()
+		// the next iteration replays the same log again
+		b.StopTimer()
+		killedJournal(b, dir, scaleJobs)
+		b.StartTimer()
+	}
+}
+
+// TestResumeKeepsStoredResults: the results of a resumed run's finished
+// jobs move to the store and come back, whole and in plan order, in the
+// final run.json, and a second replay reads the same.
+func TestResumeKeepsStoredResults(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	killedJournal(t, dir, n)
+	prior, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(prior.Plan, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried, err := j.storeResults(RunDir(dir).Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if carried.Jobs != n*9/10 || carried.Failed != n*9/10/100 {
+		t.Errorf("carried totals %+v, want %d jobs, %d failed", carried, n*9/10, n*9/10/100)
+	}
+	for _, s := range j.Jobs {
+		if s.Result != nil {
+			t.Fatalf("job %s keeps its result in memory", s.Name)
+		}
+	}
+	var names []string
+	if err := j.eachResult(func(r *report.Job) error { names = append(names, r.Name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != n*9/10 || names[0] != "job-00001" || names[len(names)-1] != fmt.Sprintf("job-%05d", n*9/10) {
+		t.Errorf("eachResult gave %d results, %v ... ", len(names), names[:min(3, len(names))])
+	}
+	if err := j.save(); err != nil {
+		t.Fatal(err)
+	}
+	j.closeResults()
+	if _, err := os.Stat(RunDir(dir).Results()); !os.IsNotExist(err) {
+		t.Errorf("results.jsonl is still there after close: %v", err)
+	}
+	again, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for i, s := range again.Jobs {
+		if s.Done() {
+			done++
+			if s.Result == nil || s.Result.Name != s.Name || s.Result.Position != i {
+				t.Fatalf("run.json state %d: result %+v", i, s.Result)
+			}
+		}
+	}
+	if done != n*9/10 {
+		t.Errorf("run.json has %d finished jobs, want %d", done, n*9/10)
+	}
 }
