@@ -37,12 +37,12 @@ const (
 type Journal struct {
 	JournalData
 
-	mu    sync.Mutex     // guards JournalData, dirty, index and seq
-	dirty []bool         // per job: changed since its state was last appended
+	mu    sync.Mutex // guards JournalData, dirty, index and seq
+	dirty []bool     // per job: changed since its state was last appended
 	// pending lists the jobs dirty marks, in the order they changed: an
 	// append visits them, not every job (that made a run quadratic).
 	pending []int
-	index map[string]int // a job's place in Jobs, by name
+	index   map[string]int // a job's place in Jobs, by name
 	// results, when set, holds the results of finished jobs instead of
 	// memory (storeResults): their states keep Result nil and stored set.
 	results *resultStore
