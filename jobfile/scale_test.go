@@ -52,4 +52,3 @@ func TestDecodeLargeFileReportsEveryError(t *testing.T) {
 		t.Errorf("the error does not point at %s (the last bad line):\n%s", last, msg[max(0, len(msg)-300):])
 	}
 }
-
