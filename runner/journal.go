@@ -515,19 +515,27 @@ func (j *Journal) save() error {
 	j.pending = j.pending[:0]
 	seq := j.seq
 	j.mu.Unlock()
+	plan := head.Plan
+	head.Plan = nil
 	data, err := json.Marshal(&head)
 	if err != nil {
 		return fmt.Errorf("encode run journal: %w", err)
 	}
-	const tail = `"jobs":null}`
+	const tail = `"plan":null,"jobs":null}`
 	if !bytes.HasSuffix(data, []byte(tail)) {
-		return errors.New("encode run journal: jobs are not its last member") // cannot happen: JournalData ends with Jobs
+		return errors.New("encode run journal: plan and jobs are not its last members") // cannot happen: JournalData ends with them
 	}
 	err = writeFileAtomicFunc(j.path, func(w io.Writer) error {
 		if _, err := w.Write(data[:len(data)-len(tail)]); err != nil {
 			return err
 		}
-		if _, err := io.WriteString(w, `"jobs":[`); err != nil {
+		if _, err := io.WriteString(w, `"plan":`); err != nil {
+			return err
+		}
+		if err := writePlan(w, plan); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, `,"jobs":[`); err != nil {
 			return err
 		}
 		for i, s := range states {
@@ -553,6 +561,47 @@ func (j *Journal) save() error {
 	}
 	j.logSize, j.saved, j.saveErr = 0, seq, nil
 	return nil
+}
+
+// writePlan writes p as JSON one job at a time (its jobs are its last
+// member): a plan of ten thousand jobs is never one buffer.
+func writePlan(w io.Writer, p *Plan) error {
+	if p == nil {
+		_, err := io.WriteString(w, "null")
+		return err
+	}
+	head := *p
+	head.Jobs = nil
+	data, err := json.Marshal(&head)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	const tail = `"jobs":null}`
+	if !bytes.HasSuffix(data, []byte(tail)) {
+		return errors.New("encode plan: jobs are not its last member") // cannot happen: Plan ends with Jobs
+	}
+	if _, err := w.Write(data[:len(data)-len(tail)]); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `"jobs":[`); err != nil {
+		return err
+	}
+	for i, job := range p.Jobs {
+		jd, err := json.Marshal(job)
+		if err != nil {
+			return fmt.Errorf("encode plan of job %s: %w", job.Name, err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(jd); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "]}")
+	return err
 }
 
 // writeState writes state s of job i to run.json (after a comma but for

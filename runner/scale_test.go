@@ -174,6 +174,9 @@ func TestResumeKeepsStoredResults(t *testing.T) {
 			}
 		}
 	}
+	if len(again.Plan.Jobs) != n || again.Plan.Jobs[n-1].Name != fmt.Sprintf("job-%05d", n) {
+		t.Errorf("run.json's plan has %d jobs", len(again.Plan.Jobs))
+	}
 	if done != n*9/10 {
 		t.Errorf("run.json has %d finished jobs, want %d", done, n*9/10)
 	}
