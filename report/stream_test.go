@@ -102,9 +102,11 @@ func TestStreamedOutputsMatchInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, write := range map[string]func(*bytes.Buffer, *Report) error{
-		"junit":       func(b *bytes.Buffer, r *Report) error { return WriteJUnit(b, r) },
-		"table":       func(b *bytes.Buffer, r *Report) error { return Table(b, r) },
-		"markdown":    func(b *bytes.Buffer, r *Report) error { return WriteMarkdown(b, r, MarkdownOptions{MaxBytes: 64 << 10}) },
+		"junit": func(b *bytes.Buffer, r *Report) error { return WriteJUnit(b, r) },
+		"table": func(b *bytes.Buffer, r *Report) error { return Table(b, r) },
+		"markdown": func(b *bytes.Buffer, r *Report) error {
+			return WriteMarkdown(b, r, MarkdownOptions{MaxBytes: 64 << 10})
+		},
 		"annotations": func(b *bytes.Buffer, r *Report) error { return GitHubAnnotations(b, r) },
 		"compact":     func(b *bytes.Buffer, r *Report) error { return EncodeTo(b, r, false) },
 	} {
