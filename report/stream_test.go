@@ -150,3 +150,65 @@ func TestWriteJSONOf10kJobsInBoundedMemory(t *testing.T) {
 		t.Errorf("the heap grew by %d KB while writing a streamed report of 10,000 jobs", grew>>10)
 	}
 }
+
+// TestMergeOfTenStreamedShards: ten shards of 1,000 jobs on disk merge
+// into the report of the whole run, walked from the files one job per
+// shard at a time, in position order, with the unsharded totals.
+func TestMergeOfTenStreamedShards(t *testing.T) {
+	const shards, n = 10, 10000
+	dir := t.TempDir()
+	whole, err := bigReport(n).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []*Report
+	for s := range shards {
+		part := Report{Schema: Schema, RunID: fmt.Sprintf("%s-%d", whole.RunID, s+1), StartedAt: whole.StartedAt,
+			FinishedAt: whole.FinishedAt, Shard: &Shard{Index: s + 1, Total: shards}}
+		for i := s; i < n; i += shards {
+			part.Jobs = append(part.Jobs, whole.Jobs[i])
+		}
+		part.Tally(false)
+		path := filepath.Join(dir, fmt.Sprintf("shard-%d.json", s+1))
+		if err := WriteJSON(path, &part); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenJSON(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, r)
+	}
+	merged, err := Merge(inputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !merged.IsStreamed() {
+		t.Error("a merge of reports on disk holds their jobs in memory")
+	}
+	if merged.Totals != whole.Totals || merged.Status != whole.Status {
+		t.Errorf("merged totals %+v %s, want %+v %s", merged.Totals, merged.Status, whole.Totals, whole.Status)
+	}
+	next := 0
+	err = merged.EachJob(func(j *Job) error {
+		if j.Position != next {
+			return fmt.Errorf("job %s at place %d has position %d", j.Name, next, j.Position)
+		}
+		next++
+		return nil
+	})
+	if err != nil || next != n {
+		t.Fatalf("walked %d of %d jobs: %v", next, n, err)
+	}
+	path := filepath.Join(dir, "merged.json")
+	if err := WriteJSON(path, merged); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(data); err != nil {
+		t.Errorf("the merged report of %d jobs does not validate: %v", n, err)
+	}
+}
