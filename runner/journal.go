@@ -158,15 +158,16 @@ func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
 // ReadJournal reads run.json of a run directory and replays its log.
 func ReadJournal(runDir string) (*Journal, error) {
 	path := JournalPath(runDir)
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no run journal at %s", path)
 		}
 		return nil, fmt.Errorf("read run journal: %w", err)
 	}
+	defer f.Close()
 	var j Journal
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := decodeJournal(f, &j.JournalData); err != nil {
 		return nil, fmt.Errorf("read run journal %s: %w", path, err)
 	}
 	if j.Schema != JournalSchema {
@@ -178,6 +179,77 @@ func ReadJournal(runDir string) (*Journal, error) {
 	}
 	j.reindex()
 	return &j, nil
+}
+
+// decodeJournal reads run.json from r into d one member and one job state
+// at a time: a journal of ten thousand jobs is never one buffer, nor
+// scanned whole before it is decoded. Unknown members are ignored, as
+// json.Unmarshal would.
+func decodeJournal(r io.Reader, d *JournalData) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object (%v)", err)
+	}
+	small := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch key, _ := tok.(string); key {
+		case "plan":
+			if err := dec.Decode(&d.Plan); err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+		case "jobs":
+			if err := decodeStates(dec, d); err != nil {
+				return err
+			}
+		default:
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			small[key] = raw
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing "}"
+		return err
+	}
+	data, err := json.Marshal(small)
+	if err != nil {
+		return err
+	}
+	var head JournalData
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	head.Plan, head.Jobs = d.Plan, d.Jobs
+	*d = head
+	return nil
+}
+
+// decodeStates reads the jobs array of run.json one state at a time.
+func decodeStates(dec *json.Decoder, d *JournalData) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return errors.New("jobs: not an array")
+	}
+	for i := 0; dec.More(); i++ {
+		var s JobState
+		if err := dec.Decode(&s); err != nil {
+			return fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		d.Jobs = append(d.Jobs, &s)
+	}
+	_, err = dec.Token() // "]"
+	return err
 }
 
 // replay applies journal.jsonl to the states read from run.json: each line
