@@ -16,26 +16,10 @@ const junitTextMax = 256 << 10
 // The JUnit XML shape: the Jenkins/Ant junit-10.xsd (report/testdata), which
 // GitHub test reporters, GitLab and Jenkins all read.
 type (
-	junitSuites struct {
-		XMLName  xml.Name     `xml:"testsuites"`
-		Name     string       `xml:"name,attr"`
-		Tests    int          `xml:"tests,attr"`
-		Failures int          `xml:"failures,attr"`
-		Errors   int          `xml:"errors,attr"`
-		Time     string       `xml:"time,attr"`
-		Suites   []junitSuite `xml:"testsuite"`
-	}
-	junitSuite struct {
-		Name       string          `xml:"name,attr"`
-		Tests      int             `xml:"tests,attr"`
-		Failures   int             `xml:"failures,attr"`
-		Errors     int             `xml:"errors,attr"`
-		Skipped    int             `xml:"skipped,attr"`
-		Time       string          `xml:"time,attr"`
-		Timestamp  string          `xml:"timestamp,attr,omitempty"`
-		Properties *junitPropsList `xml:"properties,omitempty"`
-		Cases      []junitCase     `xml:"testcase"`
-	}
+	// <testsuites> and its one <testsuite> are written as tokens around
+	// the cases (WriteJUnit), with these attributes: testsuites name,
+	// tests, failures, errors, time; testsuite name, tests, failures,
+	// errors, skipped, time, timestamp.
 	junitPropsList struct {
 		Props []junitProp `xml:"property"`
 	}
