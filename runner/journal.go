@@ -713,16 +713,8 @@ func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
 	return err
 }
 
-// writeFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content, never a torn file.
-func writeFileAtomic(path string, data []byte) error {
-	return writeFileAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeFileAtomicFunc is writeFileAtomic of what write writes (buffered).
+// writeFileAtomicFunc replaces path with what write writes (buffered) so
+// that a crash leaves either the old or the new content, never a torn file.
 func writeFileAtomicFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")

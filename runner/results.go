@@ -57,13 +57,6 @@ func (s *resultStore) put(i int, j *report.Job) error {
 	return nil
 }
 
-// has reports whether job i's entry is stored.
-func (s *resultStore) has(i int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.at[i].n > 0
-}
-
 // raw reads job i's entry back as JSON, without its newline; nil when it
 // has none.
 func (s *resultStore) raw(i int) ([]byte, error) {
@@ -95,23 +88,6 @@ func (s *resultStore) get(i int) (*report.Job, error) {
 		return nil, fmt.Errorf("read job result from %s at %d: %w", s.path, sp.off, err)
 	}
 	return &j, nil
-}
-
-// each calls fn with every stored entry in plan order.
-func (s *resultStore) each(fn func(*report.Job) error) error {
-	for i := range s.at {
-		j, err := s.get(i)
-		if err != nil {
-			return err
-		}
-		if j == nil {
-			continue
-		}
-		if err := fn(j); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // close closes the store and removes its file: what it held is in
