@@ -181,6 +181,135 @@ func ReadJournal(runDir string) (*Journal, error) {
 	return &j, nil
 }
 
+// slimState is what --rerun-failed reads of a job's state.
+type slimState struct {
+	Name   string `json:"name"`
+	Result *struct {
+		Status string `json:"status"`
+	} `json:"result"`
+}
+
+// unsucceeded lists, in plan order, the jobs of the run in runDir that did
+// not succeed, reading run.json and its log one state at a time and of
+// each only its name and status.
+func unsucceeded(runDir string) ([]string, error) {
+	path := JournalPath(runDir)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no run journal at %s", path)
+		}
+		return nil, fmt.Errorf("read run journal: %w", err)
+	}
+	defer f.Close()
+	var states []slimState
+	schema := ""
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	err = walkObject(dec, func(key string) error {
+		switch key {
+		case "schema":
+			return dec.Decode(&schema)
+		case "jobs":
+			return walkArray(dec, func() error {
+				var s slimState
+				err := dec.Decode(&s)
+				states = append(states, s)
+				return err
+			})
+		}
+		var skip json.RawMessage
+		return dec.Decode(&skip)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run journal %s: %w", path, err)
+	}
+	if schema != JournalSchema {
+		return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, schema, JournalSchema)
+	}
+	index := make(map[string]int, len(states))
+	for i, s := range states {
+		index[s.Name] = i
+	}
+	if err := replaySlim(RunDir(runDir).JournalLog(), states, index); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range states {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			names = append(names, s.Name)
+		}
+	}
+	return names, nil
+}
+
+// replaySlim applies journal.jsonl to slim states, as replay does.
+func replaySlim(logPath string, states []slimState, index map[string]int) error {
+	f, err := os.Open(logPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read run journal log: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // a torn last line, if any, is dropped
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", logPath, err)
+		}
+		var s slimState
+		if err := json.Unmarshal(line, &s); err != nil || s.Name == "" {
+			return fmt.Errorf("%s:%d: not a job state: %s", logPath, n, text.Shorten(string(line), 80))
+		}
+		if i, ok := index[s.Name]; ok {
+			states[i] = s
+		}
+	}
+}
+
+// walkObject calls member for each key of the JSON object at dec's
+// position; member must read the value.
+func walkObject(dec *json.Decoder, member func(key string) error) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object (%v)", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := member(key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	_, err := dec.Token() // "}"
+	return err
+}
+
+// walkArray calls elem for each element of the JSON array (or null) at
+// dec's position; elem must read it.
+func walkArray(dec *json.Decoder, elem func() error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return errors.New("not an array")
+	}
+	for i := 0; dec.More(); i++ {
+		if err := elem(); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	_, err = dec.Token() // "]"
+	return err
+}
+
 // decodeJournal reads run.json from r into d one member and one job state
 // at a time: a journal of ten thousand jobs is never one buffer, nor
 // scanned whole before it is decoded. Unknown members are ignored, as

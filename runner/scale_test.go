@@ -181,3 +181,35 @@ func TestResumeKeepsStoredResults(t *testing.T) {
 		t.Errorf("run.json has %d finished jobs, want %d", done, n*9/10)
 	}
 }
+
+// TestUnsucceededReadsWhatRerunNeeds: --rerun-failed's slim reading of a
+// killed run's journal (run.json and its log) names the jobs that failed
+// and those that never finished, in plan order: what the whole journal says.
+func TestUnsucceededReadsWhatRerunNeeds(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	killedJournal(t, dir, n)
+	got, err := unsucceeded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range j.Jobs {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			want = append(want, s.Name)
+		}
+	}
+	if len(want) != 2+n/10 {
+		t.Fatalf("the fixture has %d unsucceeded jobs, want %d", len(want), 2+n/10)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("unsucceeded = %v\nwant %v", got, want)
+	}
+	if _, err := unsucceeded(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no run journal") {
+		t.Errorf("a directory without run.json: %v", err)
+	}
+}
