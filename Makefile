@@ -25,6 +25,7 @@ all: build
 ## build: compile ./bin/pneuma
 build:
 	$(GO) build -o bin/pneuma .
+	$(GO) build -o bin/pneuma-sandbox-forward ./cmd/pneuma-sandbox-forward
 
 ## claude: install the pinned Claude Code CLI into .cache/claude (npm, lockfile)
 claude: $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION)

@@ -19,6 +19,7 @@ import (
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -55,6 +56,8 @@ type RunOptions struct {
 	CPUProfile    string        `mapstructure:"cpuprofile"`
 	MemProfile    string        `mapstructure:"memprofile"`
 	Sandbox       bool          `mapstructure:"sandbox"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -160,6 +163,7 @@ func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, erro
 
 // runRun is `pneuma run`.
 func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	io = syncErr(io)
 	if o.CPUProfile != "" {
 		stop, err := startCPUProfile(o.CPUProfile)
 		if err != nil {
@@ -201,6 +205,16 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopTelemetry()
 	tel.Wire(&ropts)
+	targets, err := runTargets(o.Notify, plan)
+	if err != nil {
+		return err
+	}
+	notes, stopNotify, err := startNotify(ctx, io, targets)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)

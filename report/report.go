@@ -144,6 +144,9 @@ const (
 	// WarnSandboxRefused: the job's sandbox proxy refused connections;
 	// sandbox.refused lists them.
 	WarnSandboxRefused = "sandbox_refused"
+	// WarnSandboxRef: a commit inside the sandbox moved the job's branch
+	// in a way pneuma did not carry out; sandbox.ref_errors says why.
+	WarnSandboxRef = "sandbox_ref"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.
@@ -248,7 +251,7 @@ type Job struct {
 }
 
 // Sandbox is a job's sandbox as it ran: the rules it was given and what
-// its network proxy refused.
+// its network proxy and its filesystem refused.
 type Sandbox struct {
 	// Network lists the destinations the proxy allowed: the API endpoint,
 	// then the job's sandbox.network.
@@ -260,6 +263,25 @@ type Sandbox struct {
 	// first; RefusedCount sums their counts.
 	Refused      []RefusedHost `json:"refused,omitempty"`
 	RefusedCount int           `json:"refused_count"`
+	// Denied lists the reads and writes the sandbox refused, as the job's
+	// tool results show them (a write failing with "Read-only file
+	// system", a read of a path that exists outside failing with "No such
+	// file or directory"), most frequent first; DeniedReads and
+	// DeniedWrites sum their counts.
+	Denied       []DeniedPath `json:"denied,omitempty"`
+	DeniedReads  int          `json:"denied_reads"`
+	DeniedWrites int          `json:"denied_writes"`
+	// RefErrors are updates of the job's branch made inside that pneuma
+	// did not carry out to the repository.
+	RefErrors []string `json:"ref_errors,omitempty"`
+}
+
+// DeniedPath is one path a sandbox kept a job from, and how often.
+type DeniedPath struct {
+	// Op is "read" or "write".
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Count int    `json:"count"`
 }
 
 // RefusedHost is one destination a sandbox's proxy refused, and how often.

@@ -89,7 +89,8 @@ func newPlanner(ctx context.Context, f *jobfile.File, o PlanOptions) (*planner, 
 // the options' overrides, then defaults.
 func runSettings(f *jobfile.File, o PlanOptions, jobsFile string) *Plan {
 	p := &Plan{RunID: o.RunID, JobsFile: jobsFile, Binary: o.Binary,
-		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: limitsOf(f.Limits)}
+		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: limitsOf(f.Limits),
+		Notify: resolveNotify(filepath.Dir(jobsFile), f.Notify)}
 	if p.RunID == "" {
 		p.RunID = NewRunID(time.Now())
 	}
