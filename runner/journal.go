@@ -504,9 +504,9 @@ func (j *Journal) settle(name string) error {
 		return nil
 	}
 	s := j.Jobs[i]
-	res := s.Result
+	res, finished := s.Result, s.State == StateFinished
 	j.mu.Unlock()
-	if s.State != StateFinished || res == nil {
+	if !finished || res == nil {
 		return nil
 	}
 	if err := j.results.put(i, res); err != nil {
