@@ -82,6 +82,9 @@ type Report struct {
 	// Merged lists the reports Merge joined into this one, in input order;
 	// it is empty for the report of a single run.
 	Merged []MergedReport `json:"merged,omitempty"`
+
+	// source, when set, yields the jobs instead of Jobs (Streamed).
+	source JobSource
 }
 
 // MergedReport records one of the reports Merge joined.
@@ -324,39 +327,51 @@ type Attempt struct {
 	Error         string  `json:"error,omitempty"`
 }
 
-// Tally recomputes r.Totals and r.Status from r.Jobs. interrupted says the run
+// Tally recomputes r.Totals and r.Status from r.Jobs (or its source). interrupted says the run
 // was stopped by a signal; otherwise any job that did not succeed fails the run.
 // Totals.DurationMS is the sum of the jobs' durations, not the run's wall time
 // (that is FinishedAt - StartedAt).
 func (r *Report) Tally(interrupted bool) {
-	t := Totals{Jobs: len(r.Jobs)}
-	for _, j := range r.Jobs {
-		switch j.Status {
-		case StatusSucceeded:
-			t.Succeeded++
-		case StatusFailed:
-			t.Failed++
-		case StatusSkipped:
-			t.Skipped++
-		case StatusInterrupted:
-			t.Interrupted++
-		}
-		t.CostUSD += j.CostUSD
-		t.InputTokens += j.Usage.InputTokens
-		t.OutputTokens += j.Usage.OutputTokens
-		t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
-		t.CacheCreationInputTokens += j.Usage.CacheCreationInputTokens
-		t.NumTurns += j.NumTurns
-		t.DurationMS += j.DurationMS
-	}
+	var t Totals
+	_ = r.EachJob(func(j *Job) error { // a source's error leaves the totals of what it read
+		t.Add(j)
+		return nil
+	})
 	r.Totals = t
+	r.Status = t.RunStatus(interrupted)
+}
+
+// Add counts one job.
+func (t *Totals) Add(j *Job) {
+	t.Jobs++
+	switch j.Status {
+	case StatusSucceeded:
+		t.Succeeded++
+	case StatusFailed:
+		t.Failed++
+	case StatusSkipped:
+		t.Skipped++
+	case StatusInterrupted:
+		t.Interrupted++
+	}
+	t.CostUSD += j.CostUSD
+	t.InputTokens += j.Usage.InputTokens
+	t.OutputTokens += j.Usage.OutputTokens
+	t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
+	t.CacheCreationInputTokens += j.Usage.CacheCreationInputTokens
+	t.NumTurns += j.NumTurns
+	t.DurationMS += j.DurationMS
+}
+
+// RunStatus is the status of a run with these totals: interrupted when a
+// signal stopped it, else failed when any job did not succeed.
+func (t Totals) RunStatus(interrupted bool) string {
 	switch {
 	case interrupted:
-		r.Status = RunInterrupted
+		return RunInterrupted
 	case t.Failed > 0 || t.Skipped > 0 || t.Interrupted > 0:
 		// A skipped job (budget spent, fail-fast) is work not done: CI must see it.
-		r.Status = RunFailed
-	default:
-		r.Status = RunSucceeded
+		return RunFailed
 	}
+	return RunSucceeded
 }

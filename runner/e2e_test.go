@@ -107,6 +107,7 @@ func (b *bed) run(p *runner.Plan) *report.Report {
 		StopGrace:    500 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond,
 	})
+	rep = loadReport(b.t, rep)
 	if err != nil {
 		b.t.Fatalf("run: %v", err)
 	}

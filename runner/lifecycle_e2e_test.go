@@ -214,6 +214,7 @@ func runCaseAsJob(t *testing.T, c lifecycleCase) caseOutcome {
 	}
 	start := time.Now()
 	rep, err := runner.Run(ctx, p, runner.Options{Environ: env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,13 @@ func (ru *run) object() runObject {
 	o := runObject{ID: ru.id, Status: ru.status, StartedAt: ru.started, LastSeq: ru.log.LastSeq(),
 		JobsTotal: ru.jobs, SpentUSD: ru.spent, Jobs: append([]report.Job{}, ru.finished...), Report: ru.report, Error: ru.err}
 	if ru.report != nil {
-		o.Jobs = ru.report.Jobs
+		// The runner's report reads its jobs from report.json. The snapshot
+		// is not paged yet: it holds them all (issue 27, item 4).
+		if l, err := ru.report.Load(); err == nil {
+			o.Jobs, o.Report = l.Jobs, l
+		} else if o.Error == "" {
+			o.Error = fmt.Sprintf("read the run's report: %v", err)
+		}
 	}
 	return o
 }
