@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 	"github.com/pneuma-cli/pneuma/usage"
 )
 
