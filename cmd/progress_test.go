@@ -29,24 +29,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestBarReporter(t *testing.T) {
-	var out syncBuffer
-	r := newBarReporter(&out, 0)
-	now := time.Now()
-	r.Event(runner.Event{Type: runner.EventRunStarted, Time: now, Jobs: 2})
-	r.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "a"})
-	r.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "b"})
-	r.Event(runner.Event{Type: runner.EventJobFinished, Time: now, Job: "a", SpentUSD: 0.25, Result: &report.Job{Name: "a", Status: report.StatusSucceeded}})
-	if got := out.String(); !strings.Contains(got, "1 running · $0.25") || !strings.Contains(got, "(1/2)") {
-		t.Errorf("bar does not show progress: %q", got)
-	}
-	r.Event(runner.Event{Type: runner.EventJobFinished, Time: now, Job: "b", Result: &report.Job{Name: "b", Status: report.StatusFailed, Reason: report.ReasonMaxTurns}})
-	if got := out.String(); !strings.Contains(got, "b: failed max_turns") {
-		t.Errorf("a failed job is not printed above the bar: %q", got)
-	}
-	r.Close() // must stop the ticker goroutine (it waits for it); -race checks its writes
-}
-
 func TestLineReporterGuardsModelText(t *testing.T) {
 	var out bytes.Buffer
 	r := &lineReporter{w: &out, github: true}

@@ -138,7 +138,19 @@ func (s *State) Summary(now time.Time) string {
 	if s.Ended && s.Status != "" {
 		parts = append(parts, s.Status)
 	}
+	if left, ok := s.Left(now); ok {
+		parts = append(parts, "about "+Duration(left)+" left")
+	}
 	return strings.Join(parts, " · ")
+}
+
+// Left estimates the time the run still needs from its pace so far.
+func (s *State) Left(now time.Time) (time.Duration, bool) {
+	n := len(s.Done)
+	if n == 0 || n >= s.Total || s.Ended || s.Start.IsZero() {
+		return 0, false
+	}
+	return now.Sub(s.Start) / time.Duration(n) * time.Duration(s.Total-n), true
 }
 
 // Footer is a plain footer (no progress bar): done/total, the summary,
@@ -149,11 +161,7 @@ func (s *State) Footer(now time.Time, st Style) string {
 		end = s.EndTime
 	}
 	elapsed := end.Sub(s.Start)
-	line := fmt.Sprintf("%d/%d done · %s · %s", len(s.Done), s.Total, s.Summary(now), Duration(elapsed))
-	if n := len(s.Done); n > 0 && n < s.Total && !s.Ended {
-		line += " · about " + Duration(elapsed/time.Duration(n)*time.Duration(s.Total-n)) + " left"
-	}
-	return fit(line, st.Width)
+	return fit(fmt.Sprintf("%d/%d done · %s · %s", len(s.Done), s.Total, s.Summary(now), Duration(elapsed)), st.Width)
 }
 
 // Duration is a short, steady clock: 7s, 1m02s, 1h03m.
@@ -186,9 +194,11 @@ func (st Style) paint(colour, s string) string {
 	return colour + s + reset
 }
 
-// fit cuts s to width display columns, the last one "…" when anything was
+func fit(s string, width int) string { return Fit(s, width) }
+
+// Fit cuts s to width display columns, the last one "…" when anything was
 // cut; control characters become spaces so that a line stays one line.
-func fit(s string, width int) string {
+func Fit(s string, width int) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '

@@ -6,7 +6,6 @@
 package live
 
 import (
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -210,14 +209,16 @@ func (s *State) note(msg string) {
 	}
 }
 
-// toolLine is a tool call for people: "Bash: go test ./...", a path in
-// the job's worktree relative to it.
+// toolLine is a tool call for people: "Bash: go test ./...", the job's
+// worktree left out of its paths. Input is policy.Summarize's summary,
+// which names the tool first.
 func toolLine(t runner.ToolCall, worktree string) string {
-	in := t.Input
+	in := strings.TrimPrefix(t.Input, t.Name+": ")
+	if in == t.Name {
+		in = ""
+	}
 	if worktree != "" {
-		if rel, err := filepath.Rel(worktree, in); err == nil && !strings.HasPrefix(rel, "..") && filepath.IsAbs(in) {
-			in = rel
-		}
+		in = strings.ReplaceAll(in, strings.TrimSuffix(worktree, "/")+"/", "")
 	}
 	in = strings.Join(strings.Fields(in), " ")
 	if in == "" {
