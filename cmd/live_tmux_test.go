@@ -1,11 +1,14 @@
 package cmd_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,8 +172,12 @@ func TestLiveViewInTmux(t *testing.T) {
 			if dead, _ := p.dead(); dead {
 				t.Fatal("the run ended before the jobs were released")
 			}
+			follow := otherViews(t, b, cols)
 			if err := os.WriteFile(b.release, nil, 0o644); err != nil {
 				t.Fatal(err)
+			}
+			if follow != nil {
+				follow()
 			}
 			poll.Eventually(t, 90*time.Second, func() bool { dead, _ := p.dead(); return dead }, "pneuma run to exit")
 			end := p.capture()
@@ -206,4 +213,73 @@ func checkWidth(t *testing.T, pane string, cols int) {
 			t.Errorf("line of %d columns in a pane of %d (wrapped): %q", n, cols, l)
 		}
 	}
+}
+
+// otherViews looks at the run the pane runs from other processes, as a
+// person in another terminal would: `pneuma status` and `status --json`
+// show the running jobs and the failure; `pneuma logs -f` of a waiting job
+// shows its tool call. The returned func, called after the jobs are
+// released, checks that logs -f ends by itself with the job's result.
+func otherViews(t *testing.T, b *liveBed, cols int) func() {
+	t.Helper()
+	runDir := onlyRunDir(t, b.repo)
+	id := filepath.Base(runDir)
+	st := run(t, b.repo, nil, "status", id)
+	if st.code != 0 {
+		t.Fatalf("status exit %d: %s", st.code, st.stderr)
+	}
+	for _, want := range []string{"run " + id, "✗ gamma-broken  failed (api_error)", "alpha-refactor", "Bash: while", "1/3 done", "2 running"} {
+		if !strings.Contains(st.stdout, want) {
+			t.Errorf("pneuma status lacks %q:\n%s", want, st.stdout)
+		}
+	}
+	js := run(t, b.repo, nil, "status", "--json", id)
+	var state struct {
+		Total   int                        `json:"jobs_total"`
+		Running map[string]json.RawMessage `json:"running"`
+		Done    []json.RawMessage          `json:"done"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &state); err != nil || state.Total != 3 || len(state.Running) != 2 || len(state.Done) != 1 {
+		t.Errorf("status --json: %v: %+v\n%s", err, state, js.stdout)
+	}
+	if cols != 80 {
+		return nil // logs -f once is enough
+	}
+	c := pneuma(t, b.repo, "logs", "-f", id, "alpha-refactor")
+	var out lockedBuffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill() })
+	poll.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "→ Bash: while") }, "logs -f to show the running tool call")
+	return func() {
+		if err := waitTimeout(c, 60*time.Second); err != nil {
+			t.Errorf("logs -f: %v\n%s", err, out.String())
+		}
+		for _, want := range []string{"── session", "→ Bash: while", "← released", "✓ result"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("logs -f lacks %q:\n%s", want, out.String())
+			}
+		}
+		t.Logf("logs -f:\n%s", out.String())
+	}
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -104,6 +104,7 @@ func NewRootCmd(io *IO) *cobra.Command {
 	root.AddCommand(
 		NewCmdRun(io, nil),
 		NewCmdStatus(io),
+		NewCmdLogs(io),
 		NewCmdHistory(io),
 		NewCmdReport(io),
 		NewCmdClean(io),
