@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rivo/uniseg"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/pneuma-cli/pneuma/live"
@@ -29,6 +28,7 @@ type liveView struct {
 	mu      sync.Mutex
 	state   *live.State
 	bar     *progressbar.ProgressBar
+	barAt   int // the count the bar was last set to
 	dirty   bool
 	printed int   // finished jobs already printed above the region
 	notes   int   // notes already printed
@@ -144,7 +144,7 @@ func (v *liveView) draw() {
 	for _, l := range lines {
 		v.buf.WriteString(l)
 		v.buf.WriteString("\n")
-		v.region = append(v.region, uniseg.StringWidth(stripANSI(l)))
+		v.region = append(v.region, live.Width(stripANSI(l)))
 	}
 	// A terminal gone away must not stop the run: the log holds it all.
 	_, _ = v.w.Write(v.buf.Bytes())
@@ -178,7 +178,10 @@ func (v *liveView) footer(now time.Time, cols int) string {
 			progressbar.OptionThrottle(0),
 		)
 	}
-	_ = v.bar.Set(len(v.state.Done)) // errors only from writing to Discard
+	if done := len(v.state.Done); done != v.barAt {
+		_ = v.bar.Set(done) // errors only from writing to Discard
+		v.barAt = done
+	}
 	v.bar.Describe(v.state.Summary(now))
 	return live.Fit(strings.TrimSpace(strings.TrimLeft(v.bar.String(), "\r")), cols)
 }

@@ -78,14 +78,18 @@ func BenchmarkLiveViewRun(b *testing.B) {
 	var cpu time.Duration
 	for b.Loop() {
 		v := ptyView(b, 160, 40)
-		start := cpuTime()
-		v.Event(runner.Event{Type: runner.EventRunStarted, RunID: "r", Jobs: jobs, Time: time.Now()})
-		n := 0
+		var waves [][][]runner.Event
 		for w := 0; w < jobs; w += conc {
 			var queues [][]runner.Event
 			for _, name := range names[w:min(w+conc, jobs)] {
 				queues = append(queues, jobEvents(name, time.Now()))
 			}
+			waves = append(waves, queues)
+		}
+		start := cpuTime()
+		v.Event(runner.Event{Type: runner.EventRunStarted, RunID: "r", Jobs: jobs, Time: time.Now()})
+		n := 0
+		for _, queues := range waves {
 			for more := true; more; {
 				more = false
 				for i, q := range queues {
@@ -132,4 +136,3 @@ func BenchmarkLiveViewFrame(b *testing.B) {
 	v.Close()
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N*jobs), "cpu-ms/job")
 }
-

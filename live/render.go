@@ -84,11 +84,11 @@ func (s *State) RunningLines(now time.Time, rows int, st Style) []string {
 	}
 	width := 0
 	for _, j := range shown {
-		width = max(width, min(uniseg.StringWidth(j.Name), nameMax))
+		width = max(width, min(Width(j.Name), nameMax))
 	}
 	lines := make([]string, 0, rows)
 	for _, j := range shown {
-		lines = append(lines, fit(runningLine(j, now, width), st.Width))
+		lines = append(lines, j.line(now, width, st.Width))
 	}
 	if n := len(jobs) - len(shown); n > 0 {
 		lines = append(lines, st.paint(dim, fit(fmt.Sprintf("  +%d more", n), st.Width)))
@@ -111,9 +111,33 @@ func (s *State) RunningJobs() []*Job {
 	return jobs
 }
 
+// lineKey is what a running job's line is drawn from; the line is kept
+// until it changes (at 10 frames a second, most frames redraw most jobs
+// unchanged).
+type lineKey struct {
+	doing             Activity
+	elapsed, left     string
+	turns             int
+	cost              float64
+	nameWidth, maxCol int
+}
+
+// line is the job's running line cut to cols.
+func (j *Job) line(now time.Time, nameWidth, cols int) string {
+	k := lineKey{doing: j.Doing, elapsed: Duration(now.Sub(j.Started)), turns: j.Turns, cost: j.CostUSD, nameWidth: nameWidth, maxCol: cols}
+	if !j.Doing.Until.IsZero() {
+		k.left = Duration(j.Doing.Until.Sub(now))
+	}
+	if j.cached != "" && k == j.key {
+		return j.cached
+	}
+	j.key, j.cached = k, fit(runningLine(j, now, nameWidth), cols)
+	return j.cached
+}
+
 func runningLine(j *Job, now time.Time, width int) string {
 	name := fit(j.Name, width)
-	pad := strings.Repeat(" ", max(0, width-uniseg.StringWidth(name)))
+	pad := strings.Repeat(" ", max(0, width-Width(name)))
 	doing := j.Doing.What
 	if !j.Doing.Until.IsZero() && j.Doing.Kind == KindRetry {
 		if left := j.Doing.Until.Sub(now); left > 0 {
@@ -199,14 +223,23 @@ func fit(s string, width int) string { return Fit(s, width) }
 // Fit cuts s to width display columns, the last one "…" when anything was
 // cut; control characters become spaces so that a line stays one line.
 func Fit(s string, width int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if width <= 0 || uniseg.StringWidth(s) <= width {
+	plain, control := scan(s)
+	if control {
+		s = strings.Map(func(r rune) rune {
+			if isControl(r) {
+				return ' '
+			}
+			return r
+		}, s)
+	}
+	if plain && (width <= 0 || len(s) <= width) {
 		return s
+	}
+	if width <= 0 || Width(s) <= width {
+		return s
+	}
+	if plain {
+		return strings.TrimRight(s[:width-1], " ") + "…"
 	}
 	var b strings.Builder
 	w := 0
@@ -222,5 +255,60 @@ func Fit(s string, width int) string {
 	return strings.TrimRight(b.String(), " ") + "…"
 }
 
-// uniWidth is the display width of s.
-func uniWidth(s string) int { return uniseg.StringWidth(s) }
+// Width is the display width of s in columns (ASCII counted without
+// uniseg: the view measures every line of every frame).
+func Width(s string) int {
+	if ascii(s) {
+		return len(s)
+	}
+	n := 0
+	for _, r := range s {
+		if !narrow(r) {
+			return uniseg.StringWidth(s)
+		}
+		n++
+	}
+	return n
+}
+
+// narrow is true of the runes the view itself draws and of Latin text
+// before the combining marks: one column each.
+func narrow(r rune) bool {
+	if r >= 0x20 && r < 0x300 {
+		return true
+	}
+	switch r {
+	case '·', '…', '✓', '✗', '█', '░', '→', '←', '↻', '─', '—', '|':
+		return true
+	}
+	return false
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// scan says whether s is all ASCII and whether it holds a control
+// character (C0 or DEL; C1 ones are not ASCII and are mapped by Fit too).
+func scan(s string) (ascii, control bool) {
+	ascii = true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			ascii = false
+			control = control || (c == 0xc2 && i+1 < len(s) && s[i+1] < 0xa0)
+		case c < 0x20 || c == 0x7f:
+			control = true
+		}
+	}
+	return ascii, control
+}
+
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r < 0xa0 }
+
+func uniWidth(s string) int { return Width(s) }

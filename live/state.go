@@ -50,6 +50,8 @@ type Job struct {
 	Finished time.Time   `json:"finished,omitzero"`
 
 	tools    []runner.ToolCall // calls started and not yet ended, oldest first
+	key      lineKey           // what cached was drawn from
+	cached   string            // the running line last drawn
 	spentPre float64           // the cost of the attempts that ended
 }
 
