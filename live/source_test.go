@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -88,4 +89,29 @@ func FuzzSource(f *testing.F) {
 		_ = st.RunningLines(t0, 5, Style{Width: 40})
 		_ = st.Footer(t0, Style{Width: 40})
 	})
+}
+
+// TestFromJournal shows a run of an earlier release (no events.jsonl) from
+// its journal: finished jobs with their results, running ones, the budget.
+func TestFromJournal(t *testing.T) {
+	j := &runner.JournalData{RunID: "old", Status: runner.StateRunning, StartedAt: t0, Plan: &runner.Plan{BudgetUSD: 3},
+		Jobs: []*runner.JobState{
+			{Name: "done", State: runner.StateFinished, SpentUSD: 0.5, Result: &report.Job{Name: "done", Status: report.StatusFailed, Reason: report.ReasonTimeout}},
+			{Name: "busy", State: runner.StateRunning, StartedAt: at(5), SpentUSD: 0.25},
+			{Name: "later", State: runner.StatePending},
+		}}
+	st := FromJournal(j)
+	if st.Total != 3 || len(st.Done) != 1 || st.Running["busy"] == nil || st.Ended || st.BudgetUSD != 3 || st.SpentUSD != 0.75 {
+		t.Fatalf("state %+v", st)
+	}
+	if got := FinishedLine(st.Done[0], Style{}); !strings.Contains(got, "✗ done  failed (timeout)") {
+		t.Errorf("finished line %q", got)
+	}
+	if got := st.RunningLines(at(65), 5, Style{})[0]; !strings.Contains(got, "busy") || !strings.Contains(got, "1m00s") {
+		t.Errorf("running line %q", got)
+	}
+	j.Status = "failed"
+	if !FromJournal(j).Ended {
+		t.Error("a journal that is not running is an ended run")
+	}
 }
