@@ -128,6 +128,7 @@ func (v *liveView) draw() {
 	st := live.Style{Width: cols, Color: v.color}
 	v.buf.Reset()
 	v.erase(cols)
+	v.printed = min(v.printed, len(v.state.Done))
 	for ; v.printed < len(v.state.Done); v.printed++ {
 		v.buf.WriteString(live.FinishedLine(v.state.Done[v.printed], st))
 		v.buf.WriteString("\n")

@@ -115,3 +115,17 @@ func TestFromJournal(t *testing.T) {
 		t.Error("a journal that is not running is an ended run")
 	}
 }
+
+// TestResumedRunCountsOnce: a job interrupted, then started again by
+// --resume in the same events.jsonl, is one job.
+func TestResumedRunCountsOnce(t *testing.T) {
+	st := NewState()
+	for _, e := range []runner.Event{run(2), started("a", 0), started("b", 0),
+		finished("a", 5, report.Job{Status: report.StatusSucceeded}), finished("b", 5, report.Job{Status: report.StatusInterrupted}),
+		run(2), started("b", 10), finished("b", 20, report.Job{Status: report.StatusSucceeded})} {
+		st.Apply(e)
+	}
+	if len(st.Done) != 2 || st.Done[1].Result.Status != report.StatusSucceeded {
+		t.Errorf("done %d jobs, last %+v", len(st.Done), st.Done[len(st.Done)-1].Result)
+	}
+}

@@ -92,6 +92,7 @@ func (s *State) Apply(e runner.Event) {
 			s.Start = e.Time
 		}
 	case runner.EventJobStarted:
+		s.forget(e.Job) // a resumed run starts again a job that was cut short
 		s.Running[e.Job] = &Job{Name: e.Job, Started: e.Time, Worktree: e.Worktree, Doing: Activity{Kind: KindStarting, What: "starting", Since: e.Time}}
 	case runner.EventJobFinished:
 		s.finish(e)
@@ -198,6 +199,16 @@ func (s *State) finish(e runner.Event) {
 		j.CostUSD, j.Turns = e.Result.CostUSD, e.Result.NumTurns
 	}
 	s.Done = append(s.Done, j)
+}
+
+// forget drops a job's earlier finish.
+func (s *State) forget(job string) {
+	for i, j := range s.Done {
+		if j.Name == job {
+			s.Done = append(s.Done[:i], s.Done[i+1:]...)
+			return
+		}
+	}
 }
 
 // note keeps a run-wide line (the last few).
