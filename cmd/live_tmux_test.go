@@ -169,6 +169,15 @@ func TestLiveViewInTmux(t *testing.T) {
 				}
 			}
 			checkWidth(t, mid, cols)
+			checkOnce(t, mid)
+			if cols == 160 {
+				p.resize(t, 100)
+				narrow := p.waitFor("the region redrawn at 100 columns", 30*time.Second, func(s string) bool {
+					return regionFits(s, 100)
+				})
+				t.Logf("after a resize to 100 columns:\n%s", narrow)
+				checkOnce(t, narrow)
+			}
 			if dead, _ := p.dead(); dead {
 				t.Fatal("the run ended before the jobs were released")
 			}
@@ -198,6 +207,39 @@ func TestLiveViewInTmux(t *testing.T) {
 			}
 			checkWidth(t, end, cols)
 		})
+	}
+}
+
+// resize makes the pane's window cols wide (SIGWINCH to pneuma).
+func (p *pane) resize(t *testing.T, cols int) {
+	t.Helper()
+	if out, err := exec.Command(p.tmux, "-S", p.sock, "resize-window", "-x", itoa(cols)).CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v: %s", err, out)
+	}
+}
+
+// regionFits says whether the running lines and the footer fit cols.
+func regionFits(pane string, cols int) bool {
+	n := 0
+	for _, l := range strings.Split(pane, "\n") {
+		if strings.HasPrefix(l, "  alpha") || strings.HasPrefix(l, "  beta") || strings.Contains(l, " running · ") {
+			if len([]rune(strings.TrimRight(l, " "))) > cols {
+				return false
+			}
+			n++
+		}
+	}
+	return n == 3
+}
+
+// checkOnce fails when a running job's line or the footer shows twice:
+// a frame that did not erase the last one.
+func checkOnce(t *testing.T, pane string) {
+	t.Helper()
+	for _, what := range []string{"  alpha-refactor ", "  beta-docs ", " running · "} {
+		if n := strings.Count(pane, what); n != 1 {
+			t.Errorf("%q shows %d times, want once (a frame left behind):\n%s", what, n, pane)
+		}
 	}
 }
 
