@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	stdio "io"
+	"os"
 	"sync"
 
 	"github.com/pneuma-cli/pneuma/internal/eventlog"
@@ -27,8 +29,20 @@ type recorder struct {
 }
 
 // openRecorder opens (or continues, on --resume) the run's events.jsonl.
-func openRecorder(path string, next ...runner.Reporter) (*recorder, error) {
+// A damaged log (not a torn last line: eventlog drops that) is kept beside
+// as events.jsonl.damaged and a new one begins, so that a run can always
+// be resumed; warn hears of it.
+func openRecorder(path string, warn stdio.Writer, next ...runner.Reporter) (*recorder, error) {
 	log, err := eventlog.Open(path, runEventTypes)
+	var damage *eventlog.DamageError
+	if errors.As(err, &damage) {
+		aside := path + ".damaged"
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("move the damaged event log aside: %w", rerr)
+		}
+		fmt.Fprintf(warn, "warning: the run's event log is damaged (%v); kept as %s, a new one begins\n", err, aside)
+		log, err = eventlog.Open(path, runEventTypes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open the run's event log: %w", err)
 	}

@@ -193,7 +193,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		view = newLiveView(io.ErrOut, io.TermSize, io.Getenv("NO_COLOR") == "", plan.BudgetUSD, liveRedraws)
 		observers = append(observers, view)
 	}
-	rec, err := openRecorder(runner.RunDir(plan.RunDir).Events(), observers...)
+	rec, err := openRecorder(runner.RunDir(plan.RunDir).Events(), io.ErrOut, observers...)
 	if err != nil {
 		if view != nil {
 			view.Close()
