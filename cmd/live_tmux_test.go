@@ -185,10 +185,11 @@ func TestLiveViewInTmux(t *testing.T) {
 			if err := os.WriteFile(b.release, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if follow != nil {
-				follow()
-			}
+
 			poll.Eventually(t, 90*time.Second, func() bool { dead, _ := p.dead(); return dead }, "pneuma run to exit")
+			if follow != nil {
+				follow() // the other views end with the run
+			}
 			end := p.capture()
 			t.Logf("at the end at %d columns:\n%s", cols, end)
 			if _, status := p.dead(); status != "1" {
@@ -285,7 +286,7 @@ func otherViews(t *testing.T, b *liveBed, cols int) func() {
 		t.Errorf("status --json: %v: %+v\n%s", err, state, js.stdout)
 	}
 	if cols != 80 {
-		return nil // logs -f once is enough
+		return watchInPane(t, b, id)
 	}
 	c := pneuma(t, b.repo, "logs", "-f", id, "alpha-refactor")
 	var out lockedBuffer
@@ -324,4 +325,32 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// watchInPane runs `pneuma status --watch` in a second tmux pane: it draws
+// the running jobs of the run the first pane runs, and the returned func,
+// called once the jobs are released, checks that it ends with the run.
+func watchInPane(t *testing.T, b *liveBed, id string) func() {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startPane(t, 120, 20, b.repo, b.env, exe, "status", "--watch", id)
+	w.waitFor("the watched run's running jobs", 30*time.Second, func(s string) bool {
+		return strings.Count(s, "Bash: while") == 2 && strings.Contains(s, "✗ gamma-broken")
+	})
+	return func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for dead, _ := w.dead(); !dead; dead, _ = w.dead() {
+			if time.Now().After(deadline) {
+				t.Fatalf("status --watch did not end with the run; it shows:\n%s", w.capture())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		end := w.capture()
+		if _, status := w.dead(); status != "0" || !strings.Contains(end, "✓ alpha-refactor") || strings.Contains(end, "Bash: while") {
+			t.Errorf("status --watch at the end (exit %s):\n%s", status, end)
+		}
+	}
 }
