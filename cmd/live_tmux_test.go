@@ -186,7 +186,7 @@ func TestLiveViewInTmux(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			poll.Eventually(t, 90*time.Second, func() bool { dead, _ := p.dead(); return dead }, "pneuma run to exit")
+			poll.Eventually(t, 3*time.Minute, func() bool { dead, _ := p.dead(); return dead }, "pneuma run to exit")
 			if follow != nil {
 				follow() // the other views end with the run
 			}
@@ -341,16 +341,12 @@ func watchInPane(t *testing.T, b *liveBed, id string) func() {
 		return strings.Count(s, "Bash: while") == 2 && strings.Contains(s, "✗ gamma-broken")
 	})
 	return func() {
-		deadline := time.Now().Add(30 * time.Second)
-		for dead, _ := w.dead(); !dead; dead, _ = w.dead() {
-			if time.Now().After(deadline) {
-				t.Fatalf("status --watch did not end with the run; it shows:\n%s", w.capture())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		end := w.capture()
-		if _, status := w.dead(); status != "0" || !strings.Contains(end, "✓ alpha-refactor") || strings.Contains(end, "Bash: while") {
-			t.Errorf("status --watch at the end (exit %s):\n%s", status, end)
+		end := w.waitFor("the watched run's end", time.Minute, func(s string) bool {
+			return strings.Contains(s, "✓ alpha-refactor") && strings.Contains(s, "✓ beta-docs") && !strings.Contains(s, "Bash: while")
+		})
+		t.Logf("status --watch at the end:\n%s", end)
+		if dead, status := w.dead(); dead && status != "0" {
+			t.Errorf("status --watch exited %s", status)
 		}
 	}
 }
