@@ -1,8 +1,8 @@
 # pneuma's build, test and benchmark entry points. `make test` is what CI runs.
 
-# Two pinned CLIs: the one `make test` runs the whole suite on, and the newest release
-# (`make test-next` runs the whole suite on it; it does not pass yet: README, "Claude Code
-# versions"). scripts/bump-claude.sh VERSION moves the newest pin.
+# Two pinned CLIs (README, "Claude Code versions"): the newest release, which `make test` runs
+# the whole suite on (CLAUDE_NEXT_*), and the oldest pneuma supports (CLAUDE_*), which `make
+# test-contract` runs the contract subset on. scripts/bump-claude.sh VERSION moves the newest pin.
 CLAUDE_VERSION      := 2.1.197
 CLAUDE_DIR          := .cache/claude
 CLAUDE_BIN          := $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
@@ -18,15 +18,16 @@ STATICCHECK    := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 GORELEASER     := github.com/goreleaser/goreleaser/v2@v2.15.0
 
-.PHONY: all build claude claude-next test-next axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
+.PHONY: all build claude claude-next test-next test-contract axe test test-deps test-short fuzz bench bench-deps demo vet lint platforms clean release-snapshot actionlint
 
 all: build
 
 ## build: compile ./bin/pneuma
 build:
 	$(GO) build -o bin/pneuma .
+	$(GO) build -o bin/pneuma-sandbox-forward ./cmd/pneuma-sandbox-forward
 
-## claude: install the pinned Claude Code CLI into .cache/claude (npm, lockfile)
+## claude: install the oldest supported Claude Code CLI into .cache/claude (npm, lockfile)
 claude: $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION)
 
 $(CLAUDE_DIR)/.installed-$(CLAUDE_VERSION): tools/claude/package.json tools/claude/package-lock.json
@@ -55,16 +56,30 @@ $(AXE_DIR)/.installed: tools/axe/package.json tools/axe/package-lock.json
 	cd $(AXE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## test: install what the tests need, then run every test (end to end included) under -race
-test: lint claude test-deps
-	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+## test: install what the tests need, then run every test (end to end included) under -race on
+## the newest pinned CLI, then the contract subset on the oldest supported one
+test: lint claude-next test-deps
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_NEXT_BIN) $(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) test-contract
 	$(MAKE) fuzz
 	$(MAKE) actionlint
 
-## test-next: the whole suite on the newest pinned CLI, without -race (not in `make test`: the
-## README lists what still fails on it)
+## test-next: the whole suite on the newest pinned CLI, without -race and without the rest of
+## `make test` (what scripts/bump-claude.sh runs after moving the pin)
 test-next: claude-next test-deps
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_NEXT_BIN) $(GO) test -count=1 -timeout 40m ./...
+
+# The contract subset: the end-to-end tests that depend on how the CLI behaves (its flags,
+# stream, transcripts, prices, retries, tool results): every test of the test bed's own CLI
+# suite, the tests named RealCLI or EndToEnd in the packages that drive or read the CLI, and the
+# runner's tests of a retry continuing the CLI's session and of a policy's edit of a tool call.
+CONTRACT_PKGS := ./claude/ ./history/ ./runner/
+CONTRACT_RUN  := RealCLI|EndToEnd|TestRetryResumesSession|TestPolicyEditedInputIsApplied
+
+## test-contract: the contract subset on the oldest supported CLI, without -race (a few minutes)
+test-contract: claude
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -count=1 -timeout 15m ./internal/testbed/claudetest/
+	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -count=1 -timeout 15m -run '$(CONTRACT_RUN)' $(CONTRACT_PKGS)
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
 ## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite; tmux
@@ -98,16 +113,19 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 ## bench: benchmarks with figures (pneuma run vs a shell baseline, starts at scale vs xargs,
-## history vs cat and ccusage, the server's fan-out, replay and memory)
+## history vs cat and ccusage, the server's fan-out, replay and memory, runs of 1,000 to 10,000 jobs)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
 	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 ./scripts/bench-starts.sh
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
+	./scripts/bench-scale.sh
+	$(GO) test -run '^$$' -bench 'Decode10k' -benchtime 3x ./jobfile
+	$(GO) test -run '^$$' -bench 'BuildPlan10k|ResumeReplay10k' -benchtime 3x ./runner
 
-## demo: run jobs.example.yaml offline through the pinned CLI against the fake API
-demo: build claude
-	$(GO) run ./tools/demo -- ./bin/pneuma $(CLAUDE_BIN)
+## demo: run jobs.example.yaml offline through the newest pinned CLI against the fake API
+demo: build claude-next
+	$(GO) run ./tools/demo -- ./bin/pneuma $(CLAUDE_NEXT_BIN)
 
 vet:
 	$(GO) vet ./...

@@ -33,7 +33,9 @@ func TestImportDirection(t *testing.T) {
 		// telemetry reads runner's events and the report; it drives nothing.
 		"telemetry": {"cmd", "serve", "claude", "worktree", "policy", "history"},
 		// live turns events into lines; cmd draws them.
-		"live":      {"cmd", "serve", "telemetry", "worktree", "history"},
+		"live": {"cmd", "serve", "telemetry", "worktree", "history"},
+		// notify reads runner's events and tells receivers; it drives nothing.
+		"notify":    {"cmd", "serve", "claude", "worktree", "policy", "history", "telemetry"},
 		"serve/web": {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 	}
 	cliLibs := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "github.com/schollz/progressbar/v3"}
@@ -71,7 +73,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "jobfile", "sandbox", "serve", "serve/web", "usage", "telemetry", "live", "internal/eventlog"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "jobfile", "sandbox", "serve", "serve/web", "usage", "telemetry", "notify", "live", "internal/eventlog"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,6 +50,10 @@ type jsonReporter struct {
 }
 
 func (r *jsonReporter) Event(e runner.Event) {
+	if e.Report != nil && e.Report.IsStreamed() {
+		r.streamReport(e)
+		return
+	}
 	data, err := json.Marshal(e)
 	if err != nil {
 		return
@@ -58,6 +63,29 @@ func (r *jsonReporter) Event(e runner.Event) {
 	// A reader that went away (closed pipe) must not stop the run; the
 	// report and the run's files still hold every event.
 	_, _ = r.w.Write(append(data, '\n'))
+}
+
+// streamReport writes an event that carries a streamed report (run_finished)
+// with the report's jobs encoded one at a time: the same line json.Marshal
+// would write (Report is Event's last member), never whole in memory.
+func (r *jsonReporter) streamReport(e runner.Event) {
+	rep := e.Report
+	e.Report = nil
+	data, err := json.Marshal(e)
+	if err != nil || len(data) < 2 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bw := bufio.NewWriterSize(r.w, 64<<10)
+	_, _ = bw.Write(data[:len(data)-1]) // without its "}"
+	_, _ = bw.WriteString(`,"report":`)
+	// As in Event: a reader that went away must not stop the run, and a
+	// report that cannot be read back ends the line short (report.json
+	// and the run's files still hold it).
+	_ = report.EncodeTo(bw, rep, false)
+	_, _ = bw.WriteString("}\n")
+	_ = bw.Flush()
 }
 
 func (r *jsonReporter) Close() {}

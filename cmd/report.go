@@ -92,7 +92,8 @@ func NewCmdReportMerge(io *IO, runF func(context.Context, *ReportMergeOptions) e
 func reportMerge(io *IO, o *ReportMergeOptions) error {
 	reports := make([]*report.Report, len(o.Inputs))
 	for i, path := range o.Inputs {
-		r, err := report.ReadJSON(path)
+		// Each input's jobs stay in its file: the merge walks them.
+		r, err := report.OpenJSON(path)
 		if err != nil {
 			return &ExitError{Code: ExitUsage, Err: err}
 		}
@@ -112,10 +113,10 @@ func reportMerge(io *IO, o *ReportMergeOptions) error {
 
 	var errs []error
 	writeJSON := func(w goio.Writer) error {
-		data, err := report.Encode(merged)
-		if err == nil {
-			_, err = w.Write(data)
+		if err := report.EncodeTo(w, merged, true); err != nil {
+			return err
 		}
+		_, err := goio.WriteString(w, "\n")
 		return err
 	}
 	if o.Output != "-" {
@@ -149,7 +150,7 @@ func reportMerge(io *IO, o *ReportMergeOptions) error {
 		if err := printReportTable(io, merged); err != nil {
 			return err
 		}
-		fmt.Fprintf(io.ErrOut, "pneuma: merged %d reports (%d jobs) into %s\n", len(reports), len(merged.Jobs), o.Output)
+		fmt.Fprintf(io.ErrOut, "pneuma: merged %d reports (%d jobs) into %s\n", len(reports), merged.Totals.Jobs, o.Output)
 	}
 	return nil
 }

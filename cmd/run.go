@@ -7,6 +7,8 @@ import (
 	stdio "io"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -51,7 +54,10 @@ type RunOptions struct {
 	Config        string        `mapstructure:"config"`
 	FallbackModel string        `mapstructure:"fallback_model"`
 	CPUProfile    string        `mapstructure:"cpuprofile"`
+	MemProfile    string        `mapstructure:"memprofile"`
 	Sandbox       bool          `mapstructure:"sandbox"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const runLong = `Run the jobs of a jobs file concurrently, each in its own git worktree and
@@ -129,6 +135,8 @@ func NewCmdRun(io *IO, runF func(context.Context, *RunOptions) error) *cobra.Com
 	f.Bool("sandbox", false, "run every job in a sandbox (bubblewrap, Linux): worktree writable, network only to the API and the job's sandbox.network")
 	f.String("cpuprofile", "", "write a CPU profile of pneuma itself to this file (for scripts/bench-starts.sh)")
 	_ = f.MarkHidden("cpuprofile") // the flag exists; only help leaves it out
+	f.String("memprofile", "", "write a heap profile of pneuma itself to this file when the jobs are done, before the outputs (for scripts/bench-scale.sh)")
+	_ = f.MarkHidden("memprofile")
 	// -1 means "not given" for these two; help says what that means in
 	// words instead of printing the sentinel as "(default -1)".
 	for _, name := range []string{"stagger", "pool"} {
@@ -155,6 +163,7 @@ func loadRunOptions(v *viper.Viper, c *cobra.Command, io *IO) (*RunOptions, erro
 
 // runRun is `pneuma run`.
 func runRun(ctx context.Context, io *IO, o *RunOptions) error {
+	io = syncErr(io)
 	if o.CPUProfile != "" {
 		stop, err := startCPUProfile(o.CPUProfile)
 		if err != nil {
@@ -167,7 +176,12 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		return &UsageError{Err: err}
 	}
 	git := worktree.New()
+	// The jobs file's YAML tree is the largest live heap of a run (about
+	// 3 KB a job) and garbage once planned: collect more often while it
+	// lives, so that it does not set the run's peak RSS (issue 27).
+	gc := debug.SetGCPercent(25)
 	plan, prior, err := planRun(ctx, io, o, git)
+	debug.SetGCPercent(gc)
 	if err != nil {
 		return err
 	}
@@ -188,6 +202,16 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopTelemetry()
 	tel.Wire(&ropts)
+	targets, err := runTargets(o.Notify, plan)
+	if err != nil {
+		return err
+	}
+	notes, stopNotify, err := startNotify(ctx, io, targets)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
 	var view *liveView
 	observers := []runner.Reporter{ropts.Observer}
 	if liveTerminal(io, o) {
@@ -213,6 +237,11 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		view.Close()
 	}
 	rec.Close(io.ErrOut)
+	if o.MemProfile != "" {
+		if perr := writeHeapProfile(o.MemProfile); perr != nil {
+			fmt.Fprintf(io.ErrOut, "warning: %v\n", perr)
+		}
+	}
 	if r == nil {
 		return err
 	}
@@ -257,6 +286,24 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close() // a profile cut short says so when read
 	}, nil
+}
+
+// writeHeapProfile writes a heap profile of what pneuma holds now (after
+// a garbage collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
 }
 
 // planRun reads the jobs file and plans the run: a new one, the resumption
@@ -326,10 +373,14 @@ func printRunSummary(io *IO, plan *runner.Plan, r *report.Report) {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", w.Message)
 	}
-	for _, j := range r.Jobs {
+	err := r.EachJob(func(j *report.Job) error {
 		for _, w := range j.Warnings {
 			fmt.Fprintf(io.ErrOut, "warning: job %s: %s\n", j.Name, w.Message)
 		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(io.ErrOut, "warning: %v\n", err)
 	}
 }
 

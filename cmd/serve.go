@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve"
 	"github.com/pneuma-cli/pneuma/serve/web"
@@ -54,12 +55,16 @@ type ServeOptions struct {
 	ClientSandbox         bool          `mapstructure:"client_sandbox"`
 	IdleTimeout           time.Duration `mapstructure:"idle_timeout"`
 	MetricsAddr           string        `mapstructure:"metrics_addr"`
+	LinkTTL               time.Duration `mapstructure:"link_ttl"`
+	// Notify are the config file's notification targets (docs/notifications.md).
+	Notify []notify.Target `mapstructure:"notify"`
 }
 
 const serveLong = `Serve sessions (Claude Code jobs you talk to) and runs over HTTP and
 WebSocket, with the web console at /.
 
-Every route but /healthz and the console's static files needs
+Every route but /healthz, the console's static files and the page of an
+approval link (/approve/..., docs/notifications.md) needs
 Authorization: Bearer <token>. Without --token-file a token is generated and
 printed once, in the URL's fragment. A non-loopback --addr needs --token-file
 and TLS (--tls-cert/--tls-key), or --insecure-http behind a TLS proxy.
@@ -74,7 +79,8 @@ are limited to --client-permission-mode (default: default, acceptEdits,
 plan). A token with everything allowed is a shell on the host.
 
 Settings come from flags, then PNEUMA_* environment variables (PNEUMA_ADDR,
-PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml).
+PNEUMA_TOKEN_FILE, ...), then a config file (--config, or pneuma.yaml), which
+also holds the notify: targets (docs/notifications.md).
 
 EXIT STATUS
   0    stopped by SIGINT or SIGTERM (sessions shut down, work committed)
@@ -117,9 +123,10 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key the server speaks HTTPS")
 	f.String("tls-key", "", "TLS private key file (PEM)")
 	f.Bool("insecure-http", false, "allow plain HTTP on a non-loopback --addr (behind a TLS-terminating proxy)")
-	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's)")
+	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's; permission notifications link to it)")
+	f.Duration("link-ttl", serve.DefaultLinkTTL, "how long the approval link of a permission notification works (it needs --public-url)")
 	f.String("access-log", "-", "where the access log goes: a file, - for stderr, off for none")
-	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, no_worktree, remote, push, pull_request (repeatable)")
+	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, no_worktree, remote, push, pull_request, sandbox_network, notify (repeatable)")
 	f.StringArray("client-permission-mode", nil, "a permission mode clients may use (repeatable; default: default, acceptEdits, plan)")
 	f.Int("client-max-turns", 0, "the largest max_turns a client may set (0: no cap)")
 	f.Float64("client-max-budget-usd", 0, "the largest budget a client may set, per job or run (0: no cap)")
@@ -176,6 +183,12 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		cfg.Metrics = nil
 		fmt.Fprintf(io.ErrOut, "pneuma serve: metrics at http://%s/metrics\n", addr)
 	}
+	notes, stopNotify, err := startNotify(ctx, io, o.Notify)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
+	cfg.Notifier, cfg.PublicURL, cfg.LinkTTL = notes, o.PublicURL, o.LinkTTL
 	if cfg.Tokens, err = scopedTokens(o, token); err != nil {
 		return err
 	}
@@ -211,6 +224,7 @@ func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
 		url += "#token=" + token
 	}
 	fmt.Fprintf(io.Out, "pneuma serve: %s\n", url)
+	sayApprovalLinks(io, notes, srv)
 	hs := &http.Server{Handler: tel.HTTP(srv.Handler()), ConnState: tel.ConnState, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: max(o.IdleTimeout, time.Millisecond), MaxHeaderBytes: 64 << 10}
 	ln = netutil.LimitListener(ln, max(o.MaxConns, 1))
 	served := make(chan error, 1)

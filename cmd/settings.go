@@ -48,11 +48,18 @@ func loadSettings(v *viper.Viper, c *cobra.Command, io *IO, out any) error {
 	return nil
 }
 
+// fileOnly are settings of the config file that have no flag: lists of
+// objects, which a flag cannot spell.
+var fileOnly = []string{"notify"}
+
 // unknownSettings refuses a config file key that is no command's setting.
 // One pneuma.yaml serves every command, so a key of another command
 // (serve's addr in `pneuma run`) is not an error.
 func unknownSettings(v *viper.Viper, c *cobra.Command) error {
 	known := map[string]bool{}
+	for _, k := range fileOnly {
+		known[k] = true
+	}
 	for _, cmd := range append(c.Root().Commands(), c) {
 		cmd.Flags().VisitAll(func(fl *pflag.Flag) { known[settingKey(fl.Name)] = true })
 	}

@@ -54,6 +54,11 @@ func (b *bed) run(prompt string, extra ...string) map[string]any {
 	return res
 }
 
+// cumulative reports whether the CLI's total_cost_usd of a --resume run is
+// the session's running total (restored from the transcript's cost-state
+// entry, 2.1.332) rather than the process's own (2.1.197).
+func (b *bed) cumulative() bool { return claudetest.AtLeast(b.t, b.bin, "2.1.332") }
+
 func cost(res map[string]any) float64 { c, _ := res["total_cost_usd"].(float64); return c }
 func sid(res map[string]any) string   { s, _ := res["session_id"].(string); return s }
 
@@ -113,9 +118,17 @@ var scenarios = []scenario{
 	{
 		name: "subagent",
 		handler: func(string) fakeapi.Handler {
+			// From 2.1.332 on the subagent runs in the background: the main
+			// thread answers the launch, then the task notification.
 			main := func(r *fakeapi.Request) fakeapi.Response {
+				if _, ok := r.TaskNotification(); ok {
+					return fakeapi.Text("The subagent reported back.").WithUsage(fakeapi.Usage{Input: 150, Output: 15})
+				}
 				if !r.HasToolResult() {
 					return fakeapi.ToolUse(fakeapi.Agent("count files", "SUBTASK: run a command and report"))
+				}
+				if fakeapi.AsyncAgentLaunched(r.ToolResults()[0]) {
+					return fakeapi.Text("The subagent is at work.")
 				}
 				return fakeapi.Text("The subagent reported back.")
 			}
@@ -137,7 +150,8 @@ var scenarios = []scenario{
 			return fakeapi.Sequence(
 				fakeapi.Text("First answer.").WithUsage(fakeapi.Usage{Input: 1000, Output: 100}),
 				fakeapi.Text("Second answer, same session.").WithUsage(fakeapi.Usage{Input: 2000, Output: 50, CacheRead: 900}),
-				fakeapi.Text("Answer in the fork.").WithUsage(fakeapi.Usage{Input: 3000, Output: 70}).WithModel("claude-sonnet-5"),
+				// The model is the one --model sonnet resolves to.
+				fakeapi.Text("Answer in the fork.").WithUsage(fakeapi.Usage{Input: 3000, Output: 70}),
 			)
 		},
 		play: func(t *testing.T, b *bed) map[string]float64 {
@@ -151,8 +165,13 @@ var scenarios = []scenario{
 			if sid(fork) == s {
 				t.Fatal("fork kept the session id")
 			}
-			// Each -p process reports its own total: the resumed session is
-			// billed for both runs, the fork only for its own call.
+			// Up to 2.1.197 each -p process reports its own total: the
+			// resumed session is billed for both runs, the fork only for its
+			// own call. From 2.1.332 on a resumed process reports the
+			// session's running total, and a fork starts from its parent's.
+			if b.cumulative() {
+				return map[string]float64{s: cost(second), sid(fork): cost(fork) - cost(second)}
+			}
 			return map[string]float64{s: cost(first) + cost(second), sid(fork): cost(fork)}
 		},
 		golden: true,
@@ -265,7 +284,11 @@ func TestEndToEndCompactionIsFlagged(t *testing.T) {
 	if len(rows) != 1 {
 		t.Fatalf("rows %+v", rows)
 	}
-	sameCents(t, "compacted session (without the summary call)", rows[0].CostUSD, cost(first)+cost(second)+cost(after))
+	want := cost(first) + cost(second) + cost(after)
+	if b.cumulative() { // the running total, less what the /compact run added
+		want = cost(after) - (cost(compact) - cost(second))
+	}
+	sameCents(t, "compacted session (without the summary call)", rows[0].CostUSD, want)
 	if !slices.Contains(rows[0].Flags, history.FlagCompacted) {
 		t.Errorf("flags %v, want %q", rows[0].Flags, history.FlagCompacted)
 	}
@@ -287,6 +310,9 @@ var volatile = []struct {
 	{regexp.MustCompile(`\b(msg|req|toolu)_[A-Za-z0-9_]+`), "${1}_ID"},
 	{regexp.MustCompile(`\b[0-9a-f]{17}\b`), "AGENTID"},
 	{regexp.MustCompile(`duration_ms: \d+`), "duration_ms: N"},
+	{regexp.MustCompile(`(duration_ms(?:>|&gt;))\d+`), "${1}N"},
+	// 2.1.332's background task output files: /tmp/claude-UID/<project>/…
+	{regexp.MustCompile(`/tmp/claude-\d+/[^/\s]+/`), "TMP/claude-UID/PROJECT/"},
 	{regexp.MustCompile(`sk-test-[a-z0-9]+`), "sk-test-KEY"},
 }
 
@@ -310,7 +336,8 @@ func checkExports(t *testing.T, name, path string, b *bed) {
 		if f == history.FormatJSON {
 			continue // ids and timestamps are most of it; shape is checked in unit tests
 		}
-		golden(t, filepath.Join("e2e", name+"."+string(f)), []byte(out))
+		// One set per pinned CLI: what each writes differs.
+		golden(t, filepath.Join("e2e", claudetest.PinnedVersion(t, b.bin), name+"."+string(f)), []byte(out))
 	}
 }
 

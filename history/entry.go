@@ -291,7 +291,10 @@ func cutToolUseResult(line []byte) ([]byte, json.RawMessage) {
 	return out, bytes.Clone(line[vs:ve])
 }
 
-// knownTypes are the entry types of the CLI's own reader (reference 4.3).
+// knownTypes are the entry types of the CLI's own reader (reference 4.3):
+// 2.1.197's, and those 2.1.332's reader adds (its bookkeeping of each API
+// request, api-request*, the session's running cost, cost-state, and other
+// state that carries no conversation).
 var knownTypes = map[string]bool{}
 
 func init() {
@@ -299,7 +302,11 @@ func init() {
 		ended-by-model ai-title last-prompt tag relocated agent-name agent-color agent-setting pr-link
 		frame-link bridge-session file-history-snapshot attribution-snapshot speculation-accept mode
 		permission-mode isolation-latch worktree-state queue-operation marble-origami-commit
-		marble-origami-snapshot marble-origami-reset content-replacement fork-context-ref`) {
+		marble-origami-snapshot marble-origami-reset content-replacement fork-context-ref
+		api-request api-request-resumed api-request-shape api-request-blob observer-ref continued-in
+		resume-head-vouch file-history-delta session-owner dev-mods atis-latch tools-used
+		data-flow-records data-flow-incomplete derived-from history-suppression cost-state memory-mode
+		artifact-comment-monitor artifact-autoreact-ledger repl-mode hybrid-organization host-row`) {
 		knownTypes[t] = true
 	}
 }

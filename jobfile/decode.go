@@ -61,6 +61,8 @@ func Decode(path string, data []byte) (*File, error) {
 			if d.scalar(v, &f.Limits) {
 				d.validateLimits(v, f.Limits)
 			}
+		case "notify":
+			f.Notify = d.notifyTargets(v)
 		case "defaults":
 			f.Defaults = d.job(v, true)
 			f.defaultsSet = f.Defaults.set
@@ -74,7 +76,7 @@ func Decode(path string, data []byte) (*File, error) {
 				f.Jobs = append(f.Jobs, d.job(item, false))
 			}
 		default:
-			d.errorf(k, "unknown field %q%s", key, Suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "defaults", "jobs"}))
+			d.errorf(k, "unknown field %q%s", key, Suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "notify", "defaults", "jobs"}))
 		}
 	})
 	if !versionSet {

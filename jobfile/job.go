@@ -27,6 +27,8 @@ type File struct {
 	Limits      Limits   `yaml:"limits"`
 	Defaults    Job      `yaml:"defaults"`
 	Jobs        []Job    `yaml:"jobs"`
+	// Notify are the run's notification targets (notify.go).
+	Notify []Notify `yaml:"notify"`
 
 	// present records which keys of defaults were written, so that a job's
 	// own zero value ("commit: false") is told apart from an absent key.

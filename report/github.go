@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -18,19 +17,26 @@ const maxAnnotations = 10
 // plan order. GitHub shows only ten per step, so it writes at most ten and a
 // `::notice` saying how many more there are.
 func GitHubAnnotations(w io.Writer, r *Report) error {
-	var failed []Job
-	for _, j := range r.Jobs {
+	// Only the first maxAnnotations of each rank can be shown: a streamed
+	// report of thousands of failures keeps no more than that.
+	var ranks [3][]Job
+	count := 0
+	_ = r.EachJob(func(j *Job) error { // a source that fails leaves out the rest
 		if j.Status == StatusFailed || j.Status == StatusInterrupted {
-			failed = append(failed, j)
+			count++
+			if u := usefulness(*j); len(ranks[u]) < maxAnnotations {
+				ranks[u] = append(ranks[u], *j)
+			}
 		}
-	}
-	slices.SortStableFunc(failed, func(a, b Job) int { return cmp.Compare(usefulness(a), usefulness(b)) })
+		return nil
+	})
+	failed := slices.Concat(ranks[0], ranks[1], ranks[2])
 	var b strings.Builder
 	for _, j := range failed[:min(len(failed), maxAnnotations)] {
 		title := fmt.Sprintf("pneuma: job %s %s", CleanText(j.Name), statusText(j))
 		fmt.Fprintf(&b, "::error title=%s::%s\n", escapeProperty(title), escapeData(annotationMessage(j)))
 	}
-	if n := len(failed) - maxAnnotations; n > 0 {
+	if n := count - maxAnnotations; n > 0 {
 		msg := fmt.Sprintf("%d more jobs did not succeed; see the job summary or report.json", n)
 		fmt.Fprintf(&b, "::notice title=%s::%s\n", escapeProperty("pneuma"), escapeData(msg))
 	}

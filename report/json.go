@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,13 @@ import (
 // MarshalJSON writes r with empty lists as [] rather than null, as the schema
 // requires, so consumers can iterate without checking for null.
 func (r Report) MarshalJSON() ([]byte, error) {
+	if r.source != nil {
+		l, err := r.Load()
+		if err != nil {
+			return nil, err
+		}
+		r = *l
+	}
 	type plain Report
 	p := plain(r)
 	if p.Jobs == nil {
@@ -33,21 +42,17 @@ func (j Job) MarshalJSON() ([]byte, error) {
 // Encode returns r as indented JSON ending in a newline, the form WriteJSON
 // stores.
 func Encode(r *Report) ([]byte, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode report: %w", err)
+	var b bytes.Buffer
+	if err := EncodeTo(&b, r, true); err != nil {
+		return nil, err
 	}
-	return append(data, '\n'), nil
+	return append(b.Bytes(), '\n'), nil
 }
 
 // WriteJSON writes r to path as indented JSON. It writes a temporary file in
 // the same directory, syncs it and renames it over path, so a reader never
 // sees a partial report, even if pneuma is killed while writing.
 func WriteJSON(path string, r *Report) (err error) {
-	data, err := Encode(r)
-	if err != nil {
-		return err
-	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -63,7 +68,15 @@ func WriteJSON(path string, r *Report) (err error) {
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	// One job at a time: a report of ten thousand jobs is never in memory whole.
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := EncodeTo(bw, r, true); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := bw.WriteByte('\n'); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	// CreateTemp makes the file 0600; a report is meant to be shared (CI

@@ -16,26 +16,10 @@ const junitTextMax = 256 << 10
 // The JUnit XML shape: the Jenkins/Ant junit-10.xsd (report/testdata), which
 // GitHub test reporters, GitLab and Jenkins all read.
 type (
-	junitSuites struct {
-		XMLName  xml.Name     `xml:"testsuites"`
-		Name     string       `xml:"name,attr"`
-		Tests    int          `xml:"tests,attr"`
-		Failures int          `xml:"failures,attr"`
-		Errors   int          `xml:"errors,attr"`
-		Time     string       `xml:"time,attr"`
-		Suites   []junitSuite `xml:"testsuite"`
-	}
-	junitSuite struct {
-		Name       string          `xml:"name,attr"`
-		Tests      int             `xml:"tests,attr"`
-		Failures   int             `xml:"failures,attr"`
-		Errors     int             `xml:"errors,attr"`
-		Skipped    int             `xml:"skipped,attr"`
-		Time       string          `xml:"time,attr"`
-		Timestamp  string          `xml:"timestamp,attr,omitempty"`
-		Properties *junitPropsList `xml:"properties,omitempty"`
-		Cases      []junitCase     `xml:"testcase"`
-	}
+	// <testsuites> and its one <testsuite> are written as tokens around
+	// the cases (WriteJUnit), with these attributes: testsuites name,
+	// tests, failures, errors, time; testsuite name, tests, failures,
+	// errors, skipped, time, timestamp.
 	junitPropsList struct {
 		Props []junitProp `xml:"property"`
 	}
@@ -73,62 +57,94 @@ type (
 // final result text in system-out. Text is cleaned of ANSI escapes and of
 // characters XML forbids.
 func WriteJUnit(w io.Writer, r *Report) error {
-	suite := junitSuite{
-		Name:  suiteName(r),
-		Tests: len(r.Jobs),
-		Time:  seconds(runDuration(r)),
+	// The counts go in the opening tags: a first walk counts, the second
+	// writes one test case at a time (a streamed report's jobs are read
+	// from disk, never all held at once).
+	var tests, failures, skipped int
+	if err := r.EachJob(func(j *Job) error {
+		tests++
+		switch j.Status {
+		case StatusFailed, StatusInterrupted:
+			failures++
+		case StatusSkipped:
+			skipped++
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("write junit: %w", err)
 	}
+	dur := seconds(runDuration(r))
+	suite := []xml.Attr{attr("name", suiteName(r)), attr("tests", strconv.Itoa(tests)), attr("failures", strconv.Itoa(failures)),
+		attr("errors", "0"), attr("skipped", strconv.Itoa(skipped)), attr("time", dur)}
 	if !r.StartedAt.IsZero() {
-		suite.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+		suite = append(suite, attr("timestamp", r.StartedAt.UTC().Format("2006-01-02T15:04:05Z")))
 	}
 	props := []junitProp{{"run_id", r.RunID}, {"status", r.Status}, {"cost_usd", plainUSD(r.Totals.CostUSD)}}
 	if r.Shard != nil {
 		props = append(props, junitProp{"shard", fmt.Sprintf("%d/%d", r.Shard.Index, r.Shard.Total)})
-	}
-	suite.Properties = &junitPropsList{Props: cleanProps(props)}
-	for _, j := range r.Jobs {
-		c := junitCase{
-			Name:       CleanText(j.Name),
-			Classname:  "pneuma",
-			Time:       seconds(time.Duration(j.DurationMS) * time.Millisecond),
-			Properties: &junitPropsList{Props: caseProps(j)},
-		}
-		switch j.Status {
-		case StatusFailed, StatusInterrupted:
-			suite.Failures++
-			c.Failure = &junitFailure{
-				Message: CleanText(failureMessage(j)),
-				Type:    orDefault(j.Reason, j.Status),
-				Text:    truncate(CleanText(failureDetails(j)), junitTextMax, "\n… (truncated; see report.json)"),
-			}
-		case StatusSkipped:
-			suite.Skipped++
-			c.Skipped = &junitSkipped{Message: CleanText(skipMessage(j))}
-		}
-		if j.Result != "" {
-			c.SystemOut = &junitText{Text: truncate(CleanText(j.Result), junitTextMax, "\n… (truncated; see report.json)")}
-		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	doc := junitSuites{
-		Name:     "pneuma",
-		Tests:    suite.Tests,
-		Failures: suite.Failures,
-		Time:     suite.Time,
-		Suites:   []junitSuite{suite},
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("write junit: %w", err)
+	suites := xml.StartElement{Name: xml.Name{Local: "testsuites"}, Attr: []xml.Attr{attr("name", "pneuma"),
+		attr("tests", strconv.Itoa(tests)), attr("failures", strconv.Itoa(failures)), attr("errors", "0"), attr("time", dur)}}
+	one := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: suite}
+	err := enc.EncodeToken(suites)
+	if err == nil {
+		err = enc.EncodeToken(one)
 	}
-	if _, err := io.WriteString(w, "\n"); err != nil {
+	if err == nil {
+		err = enc.EncodeElement(junitPropsList{Props: cleanProps(props)}, xml.StartElement{Name: xml.Name{Local: "properties"}})
+	}
+	if err == nil {
+		err = r.EachJob(func(j *Job) error {
+			return enc.EncodeElement(junitCaseOf(*j), xml.StartElement{Name: xml.Name{Local: "testcase"}})
+		})
+	}
+	if err == nil {
+		err = enc.EncodeToken(one.End())
+	}
+	if err == nil {
+		err = enc.EncodeToken(suites.End())
+	}
+	if err == nil {
+		err = enc.Flush()
+	}
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
+	}
+	if err != nil {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	return nil
+}
+
+func attr(name, value string) xml.Attr { return xml.Attr{Name: xml.Name{Local: name}, Value: value} }
+
+// junitCaseOf is a job's test case.
+func junitCaseOf(j Job) junitCase {
+	c := junitCase{
+		Name:       CleanText(j.Name),
+		Classname:  "pneuma",
+		Time:       seconds(time.Duration(j.DurationMS) * time.Millisecond),
+		Properties: &junitPropsList{Props: caseProps(j)},
+	}
+	switch j.Status {
+	case StatusFailed, StatusInterrupted:
+		c.Failure = &junitFailure{
+			Message: CleanText(failureMessage(j)),
+			Type:    orDefault(j.Reason, j.Status),
+			Text:    truncate(CleanText(failureDetails(j)), junitTextMax, "\n… (truncated; see report.json)"),
+		}
+	case StatusSkipped:
+		c.Skipped = &junitSkipped{Message: CleanText(skipMessage(j))}
+	}
+	if j.Result != "" {
+		c.SystemOut = &junitText{Text: truncate(CleanText(j.Result), junitTextMax, "\n… (truncated; see report.json)")}
+	}
+	return c
 }
 
 func suiteName(r *Report) string {

@@ -41,17 +41,23 @@ func renderMarkdown(r *Report, maxBytes int) string {
 	head := mdHead(r)
 	tableHead := "| Job | Status | Cost | Tokens (in/out) | Turns | Tools (denied) | Time | Branch | Files changed |\n" +
 		"| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n"
-	rows := make([]string, len(r.Jobs))
-	for i, j := range r.Jobs {
-		rows[i] = mdRow(j)
-	}
-	total := mdTotal(r)
-	var failures []string
-	for _, j := range r.Jobs {
+	var rows, failures []string
+	var sum Job // the changes and tool calls of every job
+	// A job's row and failure are text, not the job: a streamed report's
+	// jobs are read one at a time. A source that fails leaves out the rest.
+	_ = r.EachJob(func(j *Job) error {
+		rows = append(rows, mdRow(*j))
 		if j.Status == StatusFailed || j.Status == StatusInterrupted {
-			failures = append(failures, mdFailure(j))
+			failures = append(failures, mdFailure(*j))
 		}
-	}
+		sum.FilesChanged += j.FilesChanged
+		sum.Insertions += j.Insertions
+		sum.Deletions += j.Deletions
+		sum.ToolCalls += j.ToolCalls
+		sum.ToolDenials += j.ToolDenials
+		return nil
+	})
+	total := mdTotal(r, sum)
 	const failHead = "\n#### Jobs that did not succeed\n\n"
 
 	full := head + tableHead + strings.Join(rows, "") + total
@@ -150,18 +156,9 @@ func toolCounts(calls, denied int) string {
 	return fmt.Sprintf("%d (%d)", calls, denied)
 }
 
-func mdTotal(r *Report) string {
-	var files, ins, del int
-	for _, j := range r.Jobs {
-		files += j.FilesChanged
-		ins += j.Insertions
-		del += j.Deletions
-	}
-	var calls, denied int
-	for _, j := range r.Jobs {
-		calls += j.ToolCalls
-		denied += j.ToolDenials
-	}
+func mdTotal(r *Report, sum Job) string {
+	files, ins, del := sum.FilesChanged, sum.Insertions, sum.Deletions
+	calls, denied := sum.ToolCalls, sum.ToolDenials
 	t := r.Totals
 	return mdCells("**Total**", "**"+r.Status+"**", "**"+mdEscape(formatUSD(t.CostUSD))+"**", "**"+totalTokens(t)+"**",
 		"**"+strconv.Itoa(t.NumTurns)+"**", "**"+toolCounts(calls, denied)+"**", "**"+formatDuration(runDuration(r))+"**", "",

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"slices"
 	"strings"
 )
@@ -50,8 +52,9 @@ func Merge(reports ...*Report) (*Report, error) {
 	if len(reports) == 0 {
 		return nil, errors.New("merge: no reports")
 	}
-	out := &Report{Schema: Schema, Jobs: []Job{}}
+	out := &Report{Schema: Schema}
 	where := make(map[string][]int)
+	streamed, sorted := false, true
 	var order []string
 	interrupted := false
 	var shardTotal int
@@ -74,13 +77,23 @@ func Merge(reports ...*Report) (*Report, error) {
 			}
 			seenShard[s.Index] = i
 		}
-		for _, j := range r.Jobs {
+		// The jobs are walked, not kept: names, counts and totals only.
+		jobs, last := 0, math.MinInt
+		err := r.EachJob(func(j *Job) error {
 			if _, ok := where[j.Name]; !ok {
 				order = append(order, j.Name)
 			}
 			where[j.Name] = append(where[j.Name], i)
-			out.Jobs = append(out.Jobs, j)
+			sorted = sorted && j.Position >= last
+			last = j.Position
+			jobs++
+			out.Totals.Add(j)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("merge: report %d: %w", i+1, err)
 		}
+		streamed = streamed || r.IsStreamed()
 		if r.Status == RunInterrupted {
 			interrupted = true
 		}
@@ -105,7 +118,7 @@ func Merge(reports ...*Report) (*Report, error) {
 			Status:     r.Status,
 			StartedAt:  r.StartedAt,
 			FinishedAt: r.FinishedAt,
-			Jobs:       len(r.Jobs),
+			Jobs:       jobs,
 		})
 	}
 	var dups []DuplicateJob
@@ -118,10 +131,91 @@ func Merge(reports ...*Report) (*Report, error) {
 		slices.SortFunc(dups, func(a, b DuplicateJob) int { return cmp.Compare(a.Name, b.Name) })
 		return nil, &DuplicateJobsError{Jobs: dups}
 	}
-	slices.SortStableFunc(out.Jobs, func(a, b Job) int { return cmp.Compare(a.Position, b.Position) })
 	out.RunID = mergedRunID(ids)
-	out.Tally(interrupted)
-	return out, nil
+	out.Status = out.Totals.RunStatus(interrupted)
+	if !sorted {
+		// An input out of position order (not written by pneuma run):
+		// sort the jobs in memory, as a stable sort by position.
+		loaded, err := Streamed(*out, concatSources(reports)).Load()
+		if err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+		slices.SortStableFunc(loaded.Jobs, func(a, b Job) int { return cmp.Compare(a.Position, b.Position) })
+		loaded.Tally(interrupted)
+		return loaded, nil
+	}
+	merged := Streamed(*out, mergeSources(reports))
+	// The totals again in the merged order: sums of costs in another order
+	// differ in their last bits from the unsharded run's.
+	var t Totals
+	if err := merged.EachJob(func(j *Job) error { t.Add(j); return nil }); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	merged.Totals, merged.Status = t, t.RunStatus(interrupted)
+	if !streamed {
+		return merged.Load() // inputs in memory: so is the result
+	}
+	return merged, nil
+}
+
+// concatSources walks the jobs of every report, one report after another.
+func concatSources(reports []*Report) JobSource {
+	return func(fn func(*Job) error) error {
+		for _, r := range reports {
+			if err := r.EachJob(fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// errStopWalk ends a walk of a report's jobs early.
+var errStopWalk = errors.New("stop")
+
+// mergeSources walks the jobs of reports that each list theirs by
+// position, merged by position (ties in input order: what a stable sort
+// of them all would give), holding one job per report at a time.
+func mergeSources(reports []*Report) JobSource {
+	return func(fn func(*Job) error) error {
+		n := len(reports)
+		next := make([]func() (*Job, bool), n)
+		errs := make([]error, n)
+		cur := make([]*Job, n)
+		for i, r := range reports {
+			seq := func(yield func(*Job) bool) {
+				err := r.EachJob(func(j *Job) error {
+					if !yield(j) {
+						return errStopWalk
+					}
+					return nil
+				})
+				if err != nil && !errors.Is(err, errStopWalk) {
+					errs[i] = err
+				}
+			}
+			nx, stop := iter.Pull(seq)
+			defer stop()
+			next[i] = nx
+			cur[i], _ = nx()
+		}
+		for {
+			at := -1
+			for i, j := range cur {
+				if j != nil && (at < 0 || j.Position < cur[at].Position) {
+					at = i
+				}
+			}
+			if at < 0 {
+				break
+			}
+			if err := fn(cur[at]); err != nil {
+				return err
+			}
+			cur[at], _ = next[at]()
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // mergedRunID is the inputs' common run id, or a stable id derived from

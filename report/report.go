@@ -82,6 +82,9 @@ type Report struct {
 	// Merged lists the reports Merge joined into this one, in input order;
 	// it is empty for the report of a single run.
 	Merged []MergedReport `json:"merged,omitempty"`
+
+	// source, when set, yields the jobs instead of Jobs (Streamed).
+	source JobSource
 }
 
 // MergedReport records one of the reports Merge joined.
@@ -141,6 +144,9 @@ const (
 	// WarnSandboxRefused: the job's sandbox proxy refused connections;
 	// sandbox.refused lists them.
 	WarnSandboxRefused = "sandbox_refused"
+	// WarnSandboxRef: a commit inside the sandbox moved the job's branch
+	// in a way pneuma did not carry out; sandbox.ref_errors says why.
+	WarnSandboxRef = "sandbox_ref"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.
@@ -245,7 +251,7 @@ type Job struct {
 }
 
 // Sandbox is a job's sandbox as it ran: the rules it was given and what
-// its network proxy refused.
+// its network proxy and its filesystem refused.
 type Sandbox struct {
 	// Network lists the destinations the proxy allowed: the API endpoint,
 	// then the job's sandbox.network.
@@ -257,6 +263,25 @@ type Sandbox struct {
 	// first; RefusedCount sums their counts.
 	Refused      []RefusedHost `json:"refused,omitempty"`
 	RefusedCount int           `json:"refused_count"`
+	// Denied lists the reads and writes the sandbox refused, as the job's
+	// tool results show them (a write failing with "Read-only file
+	// system", a read of a path that exists outside failing with "No such
+	// file or directory"), most frequent first; DeniedReads and
+	// DeniedWrites sum their counts.
+	Denied       []DeniedPath `json:"denied,omitempty"`
+	DeniedReads  int          `json:"denied_reads"`
+	DeniedWrites int          `json:"denied_writes"`
+	// RefErrors are updates of the job's branch made inside that pneuma
+	// did not carry out to the repository.
+	RefErrors []string `json:"ref_errors,omitempty"`
+}
+
+// DeniedPath is one path a sandbox kept a job from, and how often.
+type DeniedPath struct {
+	// Op is "read" or "write".
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Count int    `json:"count"`
 }
 
 // RefusedHost is one destination a sandbox's proxy refused, and how often.
@@ -302,39 +327,51 @@ type Attempt struct {
 	Error         string  `json:"error,omitempty"`
 }
 
-// Tally recomputes r.Totals and r.Status from r.Jobs. interrupted says the run
+// Tally recomputes r.Totals and r.Status from r.Jobs (or its source). interrupted says the run
 // was stopped by a signal; otherwise any job that did not succeed fails the run.
 // Totals.DurationMS is the sum of the jobs' durations, not the run's wall time
 // (that is FinishedAt - StartedAt).
 func (r *Report) Tally(interrupted bool) {
-	t := Totals{Jobs: len(r.Jobs)}
-	for _, j := range r.Jobs {
-		switch j.Status {
-		case StatusSucceeded:
-			t.Succeeded++
-		case StatusFailed:
-			t.Failed++
-		case StatusSkipped:
-			t.Skipped++
-		case StatusInterrupted:
-			t.Interrupted++
-		}
-		t.CostUSD += j.CostUSD
-		t.InputTokens += j.Usage.InputTokens
-		t.OutputTokens += j.Usage.OutputTokens
-		t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
-		t.CacheCreationInputTokens += j.Usage.CacheCreationInputTokens
-		t.NumTurns += j.NumTurns
-		t.DurationMS += j.DurationMS
-	}
+	var t Totals
+	_ = r.EachJob(func(j *Job) error { // a source's error leaves the totals of what it read
+		t.Add(j)
+		return nil
+	})
 	r.Totals = t
+	r.Status = t.RunStatus(interrupted)
+}
+
+// Add counts one job.
+func (t *Totals) Add(j *Job) {
+	t.Jobs++
+	switch j.Status {
+	case StatusSucceeded:
+		t.Succeeded++
+	case StatusFailed:
+		t.Failed++
+	case StatusSkipped:
+		t.Skipped++
+	case StatusInterrupted:
+		t.Interrupted++
+	}
+	t.CostUSD += j.CostUSD
+	t.InputTokens += j.Usage.InputTokens
+	t.OutputTokens += j.Usage.OutputTokens
+	t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
+	t.CacheCreationInputTokens += j.Usage.CacheCreationInputTokens
+	t.NumTurns += j.NumTurns
+	t.DurationMS += j.DurationMS
+}
+
+// RunStatus is the status of a run with these totals: interrupted when a
+// signal stopped it, else failed when any job did not succeed.
+func (t Totals) RunStatus(interrupted bool) string {
 	switch {
 	case interrupted:
-		r.Status = RunInterrupted
+		return RunInterrupted
 	case t.Failed > 0 || t.Skipped > 0 || t.Interrupted > 0:
 		// A skipped job (budget spent, fail-fast) is work not done: CI must see it.
-		r.Status = RunFailed
-	default:
-		r.Status = RunSucceeded
+		return RunFailed
 	}
+	return RunSucceeded
 }

@@ -55,6 +55,9 @@ func TestSchemaMatchesTypes(t *testing.T) {
 			fields := map[string]bool{}
 			for i := range tt.typ.NumField() {
 				f := tt.typ.Field(i)
+				if !f.IsExported() {
+					continue // not encoded (Report.source)
+				}
 				name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 				if name == "" || name == "-" {
 					t.Errorf("field %s has no JSON name", f.Name)

@@ -23,21 +23,23 @@ func Table(w io.Writer, r *Report) error {
 	}
 	row("JOB", "STATUS", "COST", "TOKENS IN/OUT", "TURNS", "TOOLS (DENIED)", "TIME", "CHANGES")
 	var files, ins, del, calls, denied int
-	for _, j := range r.Jobs {
+	estimated := false
+	// A source that fails leaves out the rest; the totals row is the report's.
+	_ = r.EachJob(func(jp *Job) error {
+		j := *jp
+		estimated = estimated || j.CostEstimated
 		row(j.Name, statusText(j), jobCost(j), tokens(j.Usage), strconv.Itoa(j.NumTurns), toolCounts(j.ToolCalls, j.ToolDenials), jobDuration(j), changes(j))
 		calls += j.ToolCalls
 		denied += j.ToolDenials
 		files += j.FilesChanged
 		ins += j.Insertions
 		del += j.Deletions
-	}
+		return nil
+	})
 	t := r.Totals
 	cost := formatUSD(t.CostUSD)
-	for _, j := range r.Jobs {
-		if j.CostEstimated {
-			cost = "~" + cost
-			break
-		}
+	if estimated {
+		cost = "~" + cost
 	}
 	total := fmt.Sprintf("TOTAL (%d jobs)", t.Jobs)
 	if t.Jobs == 1 {

@@ -100,13 +100,17 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		}
 		return a
 	}
-	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit, client: r.client}
+	d := driver{r: r, job: job, p: p, prompts: prompts, env: env, audit: rec.audit, client: r.client, box: boxOf(ctx)}
 	if r.client != nil {
 		r.client.started(p)
+		if box := boxOf(ctx); box != nil {
+			r.client.sandboxed(sandboxReport(box))
+		}
 		defer func() { r.client.ended(&a, d.sent > d.results) }()
 	}
 	stopped := d.loop(ctx)
 	a.exit, err = p.Wait()
+	boxOf(ctx).SyncRefs() // the job's commits inside reach its branch
 	a.settle(&d, stopped, err, rec.stderr)
 	if resume != "" && resumeRejected(d.initSeen, stopped, a.status) {
 		a.status, a.reason, a.sessionID = report.StatusFailed, report.ReasonResumeFailed, resume

@@ -33,6 +33,8 @@ type auditEntry struct {
 	// OK is true when the tool ran and returned no error; nil when no result came.
 	OK    *bool  `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// path is the file a file tool was given, for inspect.
+	path string
 }
 
 // decision is who decided a tool call and how.
@@ -62,6 +64,10 @@ type audit struct {
 	// are called with mu held and must not call back.
 	onStart func(auditEntry)
 	onText  func()
+	// inspect, when set, is given each tool result's text and the file
+	// the tool was given (a sandbox counting its refusals); called with mu
+	// held, it must not call back.
+	inspect func(path, text string)
 }
 
 // newAudit returns a job's audit, written to path from its first entry.
@@ -107,6 +113,9 @@ func (a *audit) event(ev claude.Event) {
 			if v, ok := a.verdicts[b.ID]; ok {
 				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
 			}
+			if a.inspect != nil {
+				e.path = inputPath(b.Input)
+			}
 			a.pending[b.ID] = e
 			a.order = append(a.order, b.ID)
 			if a.onStart != nil {
@@ -123,6 +132,9 @@ func (a *audit) event(ev claude.Event) {
 			}
 			if v, ok := a.verdicts[b.ToolUseID]; ok {
 				e.Decision, e.Rule, e.Via, e.Edited = v.decision, v.rule, v.via, v.edited
+			}
+			if a.inspect != nil {
+				a.inspect(e.path, blockText(b.Content))
 			}
 			okv := !b.IsError
 			e.OK = &okv
@@ -193,6 +205,19 @@ func (a *audit) write(e *auditEntry) {
 	if err != nil && a.writeErr == nil {
 		a.writeErr = fmt.Errorf("write audit log: %w", err)
 	}
+}
+
+// inputPath is the file_path or notebook_path of a tool's input ("" for
+// none).
+func inputPath(raw json.RawMessage) string {
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	if json.Unmarshal(raw, &in) != nil {
+		return ""
+	}
+	return firstNonEmpty(in.FilePath, in.NotebookPath)
 }
 
 // blockText returns the text of a tool_result's content (a string or blocks).

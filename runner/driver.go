@@ -8,6 +8,7 @@ import (
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // driver runs one attempt's CLI process: it sends the prompts one turn
@@ -21,8 +22,9 @@ type driver struct {
 	p       *claude.Process
 	prompts []string // the prompts to send (a session's grow as messages come)
 	audit   *audit
-	env     []string // the CLI's environment, for the verify command
-	client  client   // a server session's client; nil for a job
+	env     []string     // the CLI's environment, for the verify command
+	client  client       // a server session's client; nil for a job
+	box     *sandbox.Box // the job's sandbox (nil: none)
 
 	tally
 	sent     int  // prompts sent
@@ -190,6 +192,12 @@ const (
 
 // handle updates the driver with one event and says what the loop must do.
 func (d *driver) handle(ev claude.Event) action {
+	if ev.Type == claude.TypeResult && d.box != nil {
+		d.box.SyncRefs() // the turn's commits inside reach the branch before anything reads it
+		if d.client != nil {
+			d.client.sandboxed(sandboxReport(d.box))
+		}
+	}
 	if d.client != nil {
 		d.client.observe(ev)
 	}
@@ -305,6 +313,9 @@ type client interface {
 	// asker is who answers the permission prompts (nil: the CLI's mode).
 	asking() bool
 	asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse
+	// sandboxed tells the client how its sandbox stands (CLI start, each
+	// result); never called without a sandbox.
+	sandboxed(rep *report.Sandbox)
 }
 
 // stopper runs the stop ladder of a process once, in the background, so

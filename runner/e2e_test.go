@@ -107,6 +107,7 @@ func (b *bed) run(p *runner.Plan) *report.Report {
 		StopGrace:    500 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond,
 	})
+	rep = loadReport(b.t, rep)
 	if err != nil {
 		b.t.Fatalf("run: %v", err)
 	}
@@ -346,7 +347,9 @@ func TestRetryResumesSession(t *testing.T) {
 			return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step1.txt"), "one\n"))
 		case calls == 2:
 			return fakeapi.Error(529, "overloaded_error", "Overloaded")
-		case r.HasToolResult():
+		case r.HasToolResult() && !lastUserSays(r, "Continue where you left off"):
+			// 2.1.332 sends the retry's continue prompt in the same user
+			// message as the pending tool result: that is not step 2's.
 			return fakeapi.Text("all done")
 		}
 		return fakeapi.ToolUse(fakeapi.Write(filepath.Join(dir, "step2.txt"), "two\n"))
@@ -377,13 +380,27 @@ jobs:
 	// continue prompt, and the first step's file is not written again.
 	reqs := b.api.Requests()
 	retry := reqs[2]
-	if !strings.Contains(retry.LastUser().Text(), "Continue where you left off") || len(retry.Messages) < 4 {
+	if !lastUserSays(&retry, "Continue where you left off") || len(retry.Messages) < 4 {
 		t.Errorf("retry request: last user %q, %d messages", retry.LastUser().Text(), len(retry.Messages))
 	}
 	files := strings.Fields(claudetest.Git(t, repo, "diff", "--name-only", p.Jobs[0].BaseCommit, p.Jobs[0].Branch))
 	if strings.Join(files, ",") != "step1.txt,step2.txt" {
 		t.Errorf("branch changes %v", files)
 	}
+}
+
+// lastUserSays reports whether the last user message of r holds s in a text
+// block or a tool_result's content.
+func lastUserSays(r *fakeapi.Request, s string) bool {
+	if strings.Contains(r.Text(), s) {
+		return true
+	}
+	for _, tr := range r.ToolResults() {
+		if strings.Contains(tr.Content, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestVerifyLoop(t *testing.T) {
@@ -569,12 +586,19 @@ jobs:
 func TestPolicyEditedInputIsApplied(t *testing.T) {
 	b := newBed(t)
 	repo := claudetest.GitRepo(t)
+	// The model asks for a 60 s command; the policy caps it at 2 s. From
+	// 2.1.332 on the Bash tool refuses a leading `sleep 60` itself, so the
+	// command is one that never ends (2.1.197 moves `tail -f` to the
+	// background instead).
+	command := "sleep 60"
+	if claudetest.AtLeast(t, b.bin, "2.1.332") {
+		command = "tail -f /dev/null"
+	}
 	b.jobs["TOKEN-SLOW"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
 		if r.HasToolResult() {
 			return fakeapi.Text("gave up waiting")
 		}
-		// The model asks for a 60 s command; the policy caps it at 2 s.
-		return fakeapi.ToolUse(fakeapi.Tool("Bash", map[string]any{"command": "sleep 60", "description": "wait", "timeout": 60000}))
+		return fakeapi.ToolUse(fakeapi.Tool("Bash", map[string]any{"command": command, "description": "wait", "timeout": 60000}))
 	}
 	p := b.plan(repo, `version: 1
 jobs:
@@ -582,7 +606,7 @@ jobs:
     prompt: TOKEN-SLOW wait a minute
     permission_mode: bypassPermissions
     policy:
-      allow: ["Bash(sleep *)"]
+      allow: ["Bash(sleep *)", "Bash(tail *)"]
       bash_timeout: 2s
 `)
 	start := time.Now()

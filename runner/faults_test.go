@@ -264,6 +264,7 @@ func runPlan(t *testing.T, p *runner.Plan, limit time.Duration) *report.Report {
 		ResultGrace:  500 * time.Millisecond,
 		RetryBackoff: 10 * time.Millisecond,
 	})
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

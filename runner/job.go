@@ -94,6 +94,9 @@ func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 		return *res
 	}
 	defer closeSandbox(box) // after the finish stage: its transcript is read from the box's config dir
+	if box != nil {
+		records.audit.inspect = box.NoteToolResult
+	}
 	ctx = withBox(ctx, box)
 	sessionID := r.attempts(ctx, job, records, jr.prior, res)
 	records.audit.flush()

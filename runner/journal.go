@@ -2,12 +2,14 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,8 +37,15 @@ const (
 type Journal struct {
 	JournalData
 
-	mu    sync.Mutex // guards JournalData, dirty and seq
+	mu    sync.Mutex // guards JournalData, dirty, index and seq
 	dirty []bool     // per job: changed since its state was last appended
+	// pending lists the jobs dirty marks, in the order they changed: an
+	// append visits them, not every job (that made a run quadratic).
+	pending []int
+	index   map[string]int // a job's place in Jobs, by name
+	// results, when set, holds the results of finished jobs instead of
+	// memory (storeResults): their states keep Result nil and stored set.
+	results *resultStore
 	// seq counts the calls of sync; saved and saveErr (guarded by
 	// writeMu) are those of the last append that included them.
 	seq uint64
@@ -135,7 +144,13 @@ type JobState struct {
 	Attempts  []report.Attempt `json:"attempts,omitempty"`
 	StartedAt time.Time        `json:"started_at,omitzero"`
 	Result    *report.Job      `json:"result,omitempty"`
+
+	// stored says Result is in the journal's result store, not here.
+	stored bool
 }
+
+// Done reports whether the job finished with a result.
+func (s *JobState) Done() bool { return s.State == StateFinished && (s.Result != nil || s.stored) }
 
 // JournalPath is where a run's journal lives.
 func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
@@ -143,15 +158,16 @@ func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
 // ReadJournal reads run.json of a run directory and replays its log.
 func ReadJournal(runDir string) (*Journal, error) {
 	path := JournalPath(runDir)
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no run journal at %s", path)
 		}
 		return nil, fmt.Errorf("read run journal: %w", err)
 	}
+	defer f.Close()
 	var j Journal
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := decodeJournal(f, &j.JournalData); err != nil {
 		return nil, fmt.Errorf("read run journal %s: %w", path, err)
 	}
 	if j.Schema != JournalSchema {
@@ -161,7 +177,208 @@ func ReadJournal(runDir string) (*Journal, error) {
 	if err := j.replay(); err != nil {
 		return nil, err
 	}
+	j.reindex()
 	return &j, nil
+}
+
+// slimState is what --rerun-failed reads of a job's state.
+type slimState struct {
+	Name   string `json:"name"`
+	Result *struct {
+		Status string `json:"status"`
+	} `json:"result"`
+}
+
+// unsucceeded lists, in plan order, the jobs of the run in runDir that did
+// not succeed, reading run.json and its log one state at a time and of
+// each only its name and status.
+func unsucceeded(runDir string) ([]string, error) {
+	path := JournalPath(runDir)
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no run journal at %s", path)
+		}
+		return nil, fmt.Errorf("read run journal: %w", err)
+	}
+	defer f.Close()
+	var states []slimState
+	schema := ""
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	err = walkObject(dec, func(key string) error {
+		switch key {
+		case "schema":
+			return dec.Decode(&schema)
+		case "jobs":
+			return walkArray(dec, func() error {
+				var s slimState
+				err := dec.Decode(&s)
+				states = append(states, s)
+				return err
+			})
+		}
+		var skip json.RawMessage
+		return dec.Decode(&skip)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run journal %s: %w", path, err)
+	}
+	if schema != JournalSchema {
+		return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, schema, JournalSchema)
+	}
+	index := make(map[string]int, len(states))
+	for i, s := range states {
+		index[s.Name] = i
+	}
+	if err := replaySlim(RunDir(runDir).JournalLog(), states, index); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range states {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			names = append(names, s.Name)
+		}
+	}
+	return names, nil
+}
+
+// replaySlim applies journal.jsonl to slim states, as replay does.
+func replaySlim(logPath string, states []slimState, index map[string]int) error {
+	f, err := os.Open(logPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read run journal log: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // a torn last line, if any, is dropped
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", logPath, err)
+		}
+		var s slimState
+		if err := json.Unmarshal(line, &s); err != nil || s.Name == "" {
+			return fmt.Errorf("%s:%d: not a job state: %s", logPath, n, text.Shorten(string(line), 80))
+		}
+		if i, ok := index[s.Name]; ok {
+			states[i] = s
+		}
+	}
+}
+
+// walkObject calls member for each key of the JSON object at dec's
+// position; member must read the value.
+func walkObject(dec *json.Decoder, member func(key string) error) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object (%v)", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := member(key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	_, err := dec.Token() // "}"
+	return err
+}
+
+// walkArray calls elem for each element of the JSON array (or null) at
+// dec's position; elem must read it.
+func walkArray(dec *json.Decoder, elem func() error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return errors.New("not an array")
+	}
+	for i := 0; dec.More(); i++ {
+		if err := elem(); err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+	}
+	_, err = dec.Token() // "]"
+	return err
+}
+
+// decodeJournal reads run.json from r into d one member and one job state
+// at a time: a journal of ten thousand jobs is never one buffer, nor
+// scanned whole before it is decoded. Unknown members are ignored, as
+// json.Unmarshal would.
+func decodeJournal(r io.Reader, d *JournalData) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object (%v)", err)
+	}
+	small := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch key, _ := tok.(string); key {
+		case "plan":
+			if err := dec.Decode(&d.Plan); err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+		case "jobs":
+			if err := decodeStates(dec, d); err != nil {
+				return err
+			}
+		default:
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			small[key] = raw
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing "}"
+		return err
+	}
+	data, err := json.Marshal(small)
+	if err != nil {
+		return err
+	}
+	var head JournalData
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	head.Plan, head.Jobs = d.Plan, d.Jobs
+	*d = head
+	return nil
+}
+
+// decodeStates reads the jobs array of run.json one state at a time.
+func decodeStates(dec *json.Decoder, d *JournalData) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	if tok == nil {
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return errors.New("jobs: not an array")
+	}
+	for i := 0; dec.More(); i++ {
+		var s JobState
+		if err := dec.Decode(&s); err != nil {
+			return fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		d.Jobs = append(d.Jobs, &s)
+	}
+	_, err = dec.Token() // "]"
+	return err
 }
 
 // replay applies journal.jsonl to the states read from run.json: each line
@@ -228,7 +445,124 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
 	}
 	j.dirty = make([]bool, len(j.Jobs))
+	j.reindex()
 	return j, j.save()
+}
+
+// markDirty marks job i for the next append; mu is held.
+func (j *Journal) markDirty(i int) {
+	if !j.dirty[i] {
+		j.dirty[i] = true
+		j.pending = append(j.pending, i)
+	}
+}
+
+// reindex maps the jobs' names to their places in Jobs.
+func (j *Journal) reindex() {
+	j.index = make(map[string]int, len(j.Jobs))
+	for i, s := range j.Jobs {
+		j.index[s.Name] = i
+	}
+}
+
+// storeResults moves the results of the finished jobs into a store at
+// path, and from now on those of the jobs that finish (settle), so that
+// memory holds none of them. It returns the totals of the jobs that had
+// finished already (a resumed run's).
+func (j *Journal) storeResults(path string) (report.Totals, error) {
+	var t report.Totals
+	st, err := openResults(path, len(j.Jobs))
+	if err != nil {
+		return t, err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, s := range j.Jobs {
+		if s.State != StateFinished || s.Result == nil {
+			continue
+		}
+		t.Add(s.Result)
+		if err := st.put(i, s.Result); err != nil {
+			st.close()
+			return report.Totals{}, err
+		}
+		c := *s
+		c.Result, c.stored = nil, true
+		j.Jobs[i] = &c
+	}
+	j.results = st
+	return t, nil
+}
+
+// settle moves a finished job's result from memory to the result store
+// once its state is in the log (a state still to append keeps it).
+func (j *Journal) settle(name string) error {
+	j.mu.Lock()
+	i, ok := j.index[name]
+	if !ok || j.results == nil || j.dirty[i] {
+		j.mu.Unlock()
+		return nil
+	}
+	s := j.Jobs[i]
+	res, finished := s.Result, s.State == StateFinished
+	j.mu.Unlock()
+	if !finished || res == nil {
+		return nil
+	}
+	if err := j.results.put(i, res); err != nil {
+		return err // it stays in memory
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.Jobs[i] == s && !j.dirty[i] {
+		c := *s
+		c.Result, c.stored = nil, true
+		j.Jobs[i] = &c
+	}
+	return nil
+}
+
+// eachResult calls fn with the result of every finished job, in plan order,
+// reading stored ones back one at a time.
+func (j *Journal) eachResult(fn func(*report.Job) error) error {
+	j.mu.Lock()
+	n := len(j.Jobs)
+	j.mu.Unlock()
+	for i := range n {
+		res, err := j.result(i)
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			if err := fn(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// result is job i's result, from memory or the store; nil when it has none.
+func (j *Journal) result(i int) (*report.Job, error) {
+	j.mu.Lock()
+	s := j.Jobs[i]
+	st := j.results
+	j.mu.Unlock()
+	if s.Result != nil || !s.stored || st == nil {
+		return s.Result, nil
+	}
+	return st.get(i)
+}
+
+// closeResults closes the result store and removes its file.
+func (j *Journal) closeResults() {
+	j.mu.Lock()
+	st := j.results
+	j.results = nil
+	j.mu.Unlock()
+	if st != nil {
+		st.close()
+	}
 }
 
 // reopen returns a resumed job's state: a job the run stopped short of
@@ -259,11 +593,9 @@ func reopen(s *JobState) *JobState {
 func (j *Journal) state(name string) *JobState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, s := range j.Jobs {
-		if s.Name == name {
-			c := *s
-			return &c
-		}
+	if i, ok := j.index[name]; ok {
+		c := *j.Jobs[i]
+		return &c
 	}
 	return nil
 }
@@ -273,19 +605,16 @@ func (j *Journal) state(name string) *JobState {
 func (j *Journal) update(name string, f func(*JobState)) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for i, s := range j.Jobs {
-		if s.Name == name {
-			f(s)
-			j.dirty[i] = true
-			return
-		}
+	if i, ok := j.index[name]; ok {
+		f(j.Jobs[i])
+		j.markDirty(i)
 	}
 }
 
-func (j *Journal) finish(r *report.Report) {
+func (j *Journal) finish(status string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.Status = r.Status
+	j.Status = status
 }
 
 // sync makes the changes made before it survive pneuma being killed: it
@@ -333,7 +662,7 @@ func (j *Journal) appendLocked() error {
 		err = fmt.Errorf("append to run journal %s: %w", j.logPath, err)
 		j.mu.Lock()
 		for _, i := range changed {
-			j.dirty[i] = true
+			j.markDirty(i)
 		}
 		j.mu.Unlock()
 	}
@@ -347,16 +676,20 @@ func (j *Journal) appendLocked() error {
 func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error) {
 	j.mu.Lock()
 	var states []JobState
-	for i, d := range j.dirty {
-		if d {
-			states = append(states, *j.Jobs[i])
-			changed = append(changed, i)
-			j.dirty[i] = false
-		}
+	for _, i := range j.pending {
+		states = append(states, *j.Jobs[i])
+		changed = append(changed, i)
+		j.dirty[i] = false
 	}
+	j.pending = j.pending[:0]
 	seq = j.seq
 	j.mu.Unlock()
-	for _, s := range states {
+	for k, s := range states {
+		if s.stored && s.Result == nil {
+			if s.Result, err = j.results.get(changed[k]); err != nil {
+				return nil, changed, seq, err
+			}
+		}
 		data, merr := json.Marshal(&s)
 		if merr != nil {
 			return nil, changed, seq, fmt.Errorf("encode state of job %s: %w", s.Name, merr)
@@ -367,22 +700,54 @@ func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error)
 }
 
 // save writes run.json whole (atomically: temp file, fsync, rename, fsync
-// dir) and starts the log afresh: what it held is in run.json now.
+// dir) and starts the log afresh: what it held is in run.json now. The
+// states are written one at a time, stored results read back one at a time.
 func (j *Journal) save() error {
 	j.writeMu.Lock()
 	defer j.writeMu.Unlock()
 	j.mu.Lock()
 	j.UpdatedAt = time.Now().UTC()
-	data, err := json.Marshal(&j.JournalData)
-	for i := range j.dirty {
+	head := j.JournalData
+	head.Jobs = nil
+	states := slices.Clone(j.Jobs) // the pointers: a state is replaced, never changed, once here
+	for _, i := range j.pending {
 		j.dirty[i] = false
 	}
+	j.pending = j.pending[:0]
 	seq := j.seq
 	j.mu.Unlock()
+	plan := head.Plan
+	head.Plan = nil
+	data, err := json.Marshal(&head)
 	if err != nil {
 		return fmt.Errorf("encode run journal: %w", err)
 	}
-	if err := writeFileAtomic(j.path, append(data, '\n')); err != nil {
+	const tail = `"plan":null,"jobs":null}`
+	if !bytes.HasSuffix(data, []byte(tail)) {
+		return errors.New("encode run journal: plan and jobs are not its last members") // cannot happen: JournalData ends with them
+	}
+	err = writeFileAtomicFunc(j.path, func(w io.Writer) error {
+		if _, err := w.Write(data[:len(data)-len(tail)]); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, `"plan":`); err != nil {
+			return err
+		}
+		if err := writePlan(w, plan); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, `,"jobs":[`); err != nil {
+			return err
+		}
+		for i, s := range states {
+			if err := j.writeState(w, i, s); err != nil {
+				return err
+			}
+		}
+		_, err := io.WriteString(w, "]}\n")
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	// Only now: a crash before this point replays the old log onto the new
@@ -399,16 +764,98 @@ func (j *Journal) save() error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that a crash leaves either the
-// old or the new content, never a torn file.
-func writeFileAtomic(path string, data []byte) error {
+// writePlan writes p as JSON one job at a time (its jobs are its last
+// member): a plan of ten thousand jobs is never one buffer.
+func writePlan(w io.Writer, p *Plan) error {
+	if p == nil {
+		_, err := io.WriteString(w, "null")
+		return err
+	}
+	head := *p
+	head.Jobs = nil
+	data, err := json.Marshal(&head)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	const tail = `"jobs":null}`
+	if !bytes.HasSuffix(data, []byte(tail)) {
+		return errors.New("encode plan: jobs are not its last member") // cannot happen: Plan ends with Jobs
+	}
+	if _, err := w.Write(data[:len(data)-len(tail)]); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `"jobs":[`); err != nil {
+		return err
+	}
+	for i, job := range p.Jobs {
+		jd, err := json.Marshal(job)
+		if err != nil {
+			return fmt.Errorf("encode plan of job %s: %w", job.Name, err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(jd); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "]}")
+	return err
+}
+
+// writeState writes state s of job i to run.json (after a comma but for
+// the first). A result in the store is copied in as it is stored, not
+// decoded and encoded again (Result is JobState's last member).
+func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
+	var raw []byte
+	if s.stored && s.Result == nil {
+		var err error
+		if raw, err = j.results.raw(i); err != nil {
+			return err
+		}
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode state of job %s: %w", s.Name, err)
+	}
+	if i > 0 {
+		if _, err := io.WriteString(w, ","); err != nil {
+			return err
+		}
+	}
+	if raw == nil {
+		_, err = w.Write(data)
+		return err
+	}
+	if _, err := w.Write(data[:len(data)-1]); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, `,"result":`); err != nil {
+		return err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "}")
+	return err
+}
+
+// writeFileAtomicFunc replaces path with what write writes (buffered) so
+// that a crash leaves either the old or the new content, never a torn file.
+func writeFileAtomicFunc(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}

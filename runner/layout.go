@@ -65,6 +65,10 @@ func (d RunDir) Journal() string { return filepath.Join(string(d), "run.json") }
 // run, one JSON line, replayed onto run.json when the run is resumed.
 func (d RunDir) JournalLog() string { return filepath.Join(string(d), "journal.jsonl") }
 
+// Results is results.jsonl: during a run, each finished job's report entry,
+// so that memory does not hold them (removed when report.json is written).
+func (d RunDir) Results() string { return filepath.Join(string(d), "results.jsonl") }
+
 // Report is report.json (schema pneuma.report/v1).
 func (d RunDir) Report() string { return filepath.Join(string(d), "report.json") }
 

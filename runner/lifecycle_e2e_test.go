@@ -77,13 +77,14 @@ type lifecycleCase struct {
 
 const bypass = `"permission_mode":"bypassPermissions","env":{"IS_SANDBOX":"1"}`
 
-// sleepy runs a 30 s Bash call, then answers.
+// sleepy runs a 30 s Bash call, then answers. The command does not start
+// with the sleep: CLI 2.1.332's Bash tool refuses a leading `sleep 30`.
 func sleepy(d *door, r *fakeapi.Request) fakeapi.Response {
 	if r.HasToolResult() {
 		return fakeapi.Text("slept")
 	}
 	d.signal()
-	return fakeapi.ToolUse(fakeapi.Bash("sleep 30"))
+	return fakeapi.ToolUse(fakeapi.Bash("echo waiting; sleep 30"))
 }
 
 func lifecycleCases() []lifecycleCase {
@@ -213,6 +214,7 @@ func runCaseAsJob(t *testing.T, c lifecycleCase) caseOutcome {
 	}
 	start := time.Now()
 	rep, err := runner.Run(ctx, p, runner.Options{Environ: env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

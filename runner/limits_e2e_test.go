@@ -46,6 +46,7 @@ func (b *bed) runWith(p *runner.Plan, o runner.Options) *report.Report {
 	defer cancel()
 	o.Environ, o.StopGrace, o.RetryBackoff = b.env.Environ(), 500*time.Millisecond, 10*time.Millisecond
 	rep, err := runner.Run(ctx, p, o)
+	rep = loadReport(b.t, rep)
 	if err != nil {
 		b.t.Fatalf("run: %v", err)
 	}
@@ -164,6 +165,7 @@ jobs:
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	rep, err = runner.Resume(ctx, jr.Plan, jr, runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond})
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,6 +512,7 @@ jobs:
 	}}
 	opts := runner.Options{Environ: b.env.Environ(), StopGrace: 500 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Reporter: hook, Keep: keep}
 	rep, err := runner.Run(ctx, p, opts)
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,6 +546,7 @@ jobs:
 	ctx2, cancel2 := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel2()
 	rep, err = runner.Resume(ctx2, jr.Plan, jr, opts)
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,9 @@ type Plan struct {
 	Stagger     time.Duration `json:"stagger"`
 	Shard       *report.Shard `json:"shard,omitempty"`
 	Limits      Limits        `json:"limits"`
-	Jobs        []*Job        `json:"jobs"`
+	// Notify are the jobs file's notification targets, secret files resolved.
+	Notify []jobfile.Notify `json:"notify,omitempty"`
+	Jobs   []*Job           `json:"jobs"`
 }
 
 // Job is one planned job with defaults applied and every path resolved.

@@ -46,15 +46,19 @@ func BuildPlan(ctx context.Context, f *jobfile.File, o PlanOptions) (*Plan, erro
 
 // planner builds one plan; its problems are collected, not returned one by one.
 type planner struct {
-	ctx      context.Context
-	f        *jobfile.File
-	o        PlanOptions
-	git      *worktree.Manager
-	p        *Plan
-	fileDir  string
-	only     map[string]bool
-	slugs    map[string]string // lower-cased slug -> job name
-	rootOf   map[string]string
+	ctx     context.Context
+	f       *jobfile.File
+	o       PlanOptions
+	git     *worktree.Manager
+	p       *Plan
+	fileDir string
+	only    map[string]bool
+	slugs   map[string]string // lower-cased slug -> job name
+	rootOf  map[string]string
+	// statOf and baseOf check each repository and base once, not once
+	// per job: a plan of ten thousand jobs in one repository opens it once.
+	statOf   map[string]error
+	baseOf   map[[2]string]resolvedBase
 	problems []jobfile.Problem
 	envErrs  []error
 	// defaultRepo holds the jobs file (defaultRepoErr: it is in none).
@@ -85,7 +89,8 @@ func newPlanner(ctx context.Context, f *jobfile.File, o PlanOptions) (*planner, 
 // the options' overrides, then defaults.
 func runSettings(f *jobfile.File, o PlanOptions, jobsFile string) *Plan {
 	p := &Plan{RunID: o.RunID, JobsFile: jobsFile, Binary: o.Binary,
-		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: limitsOf(f.Limits)}
+		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: limitsOf(f.Limits),
+		Notify: resolveNotify(filepath.Dir(jobsFile), f.Notify)}
 	if p.RunID == "" {
 		p.RunID = NewRunID(time.Now())
 	}
@@ -227,7 +232,7 @@ func (pl *planner) repository(j *Job, spec jobfile.Job) bool {
 		j.Repo = pl.defaultRepo
 	} else {
 		dir := resolvePath(pl.fileDir, spec.Repo)
-		if _, err := os.Stat(dir); err != nil {
+		if err := pl.stat(dir); err != nil {
 			pl.problem(spec.PosOf("repo"), "repo %s: %v", spec.Repo, pathErr(err))
 			return false
 		}
@@ -238,13 +243,46 @@ func (pl *planner) repository(j *Job, spec jobfile.Job) bool {
 		}
 		j.Repo = r
 	}
-	sha, err := pl.git.ResolveRef(pl.ctx, j.Repo, j.Base)
+	sha, err := pl.resolve(j.Repo, j.Base)
 	if err != nil {
 		pl.problem(spec.PosOf("base"), "base %q does not name a commit in %s", j.Base, j.Repo)
 		return false
 	}
 	j.BaseCommit = sha
 	return true
+}
+
+// resolvedBase is a base's commit in a repository, or why there is none.
+type resolvedBase struct {
+	sha string
+	err error
+}
+
+// stat is os.Stat's error for dir, asked once per plan.
+func (pl *planner) stat(dir string) error {
+	if err, ok := pl.statOf[dir]; ok {
+		return err
+	}
+	_, err := os.Stat(dir)
+	if pl.statOf == nil {
+		pl.statOf = map[string]error{}
+	}
+	pl.statOf[dir] = err
+	return err
+}
+
+// resolve is the commit base names in repo, resolved once per plan.
+func (pl *planner) resolve(repo, base string) (string, error) {
+	k := [2]string{repo, base}
+	if r, ok := pl.baseOf[k]; ok {
+		return r.sha, r.err
+	}
+	sha, err := pl.git.ResolveRef(pl.ctx, repo, base)
+	if pl.baseOf == nil {
+		pl.baseOf = map[[2]string]resolvedBase{}
+	}
+	pl.baseOf[k] = resolvedBase{sha, err}
+	return sha, err
 }
 
 // cliOptions are the CLI flags of a job, its paths resolved against the

@@ -39,6 +39,7 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		rep, err := runner.Run(ctx, p, runner.Options{Pool: pool, StopGrace: 300 * time.Millisecond})
+		rep = loadReport(t, rep)
 		if err != nil {
 			t.Fatal(err)
 		}

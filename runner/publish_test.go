@@ -270,6 +270,7 @@ jobs:
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	rep, err := runner.Run(ctx, p, runner.Options{Environ: env, StopGrace: 500 * time.Millisecond})
+	rep = loadReport(t, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/pneuma-cli/pneuma/jobfile"
-	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -116,15 +115,15 @@ func firstLine(s string) string {
 
 // RerunPlan plans a new run of the jobs that did not succeed in run runID.
 func RerunPlan(ctx context.Context, f *jobfile.File, o PlanOptions, runID string) (*Plan, error) {
-	j, err := readRunJournal(ctx, f, o, runID, "--rerun-failed")
+	dir, err := runDirOf(ctx, f, o, runID, "--rerun-failed")
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, s := range j.Jobs {
-		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
-			names = append(names, s.Name)
-		}
+	// Only the names and statuses: a run of ten thousand jobs is not
+	// read into memory to rerun a hundred.
+	names, err := unsucceeded(dir)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("--rerun-failed %s: %w", runID, err)}
 	}
 	if len(names) == 0 {
 		return nil, &ConfigError{Err: fmt.Errorf("--rerun-failed %s: every job of that run succeeded", runID)}
@@ -136,8 +135,22 @@ func RerunPlan(ctx context.Context, f *jobfile.File, o PlanOptions, runID string
 // readRunJournal reads the journal of run runID of the jobs file f (nil:
 // of the current directory's repository).
 func readRunJournal(ctx context.Context, f *jobfile.File, o PlanOptions, runID, flag string) (*Journal, error) {
+	dir, err := runDirOf(ctx, f, o, runID, flag)
+	if err != nil {
+		return nil, err
+	}
+	j, err := ReadJournal(dir)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("%s %s: %w", flag, runID, err)}
+	}
+	return j, nil
+}
+
+// runDirOf is the directory of run runID of the jobs file f (nil: of the
+// current directory's repository).
+func runDirOf(ctx context.Context, f *jobfile.File, o PlanOptions, runID, flag string) (string, error) {
 	if strings.ContainsAny(runID, `/\`) || runID == "" || runID == "." || runID == ".." {
-		return nil, &ConfigError{Err: fmt.Errorf("%s: invalid run id %q", flag, runID)}
+		return "", &ConfigError{Err: fmt.Errorf("%s: invalid run id %q", flag, runID)}
 	}
 	if o.Git == nil {
 		o.Git = worktree.New()
@@ -148,11 +161,7 @@ func readRunJournal(ctx context.Context, f *jobfile.File, o PlanOptions, runID, 
 	}
 	layout, err := RunLayout(ctx, o.Git, path, o.OutputDir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	j, err := ReadJournal(string(layout.Run(runID)))
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("%s %s: %w", flag, runID, err)}
-	}
-	return j, nil
+	return string(layout.Run(runID)), nil
 }

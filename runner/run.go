@@ -119,8 +119,11 @@ type run struct {
 	git     *worktree.Manager
 	tx      transcripts
 
-	mu        sync.Mutex
-	spent     float64
+	mu    sync.Mutex
+	spent float64
+	// totals count the finished jobs (their results live in the
+	// journal's store, not here).
+	totals    report.Totals
 	nextStart time.Time
 	// waveLeft counts the starts of the current wave still to be spaced
 	// (see spaceStart).
@@ -170,19 +173,20 @@ func runPlan(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.R
 	if err != nil {
 		return nil, &EnvError{err}
 	}
+	carried, err := j.storeResults(RunDir(p.RunDir).Results())
+	if err != nil {
+		return nil, &EnvError{err}
+	}
+	defer j.closeResults()
 	j.startWriter()
 	defer j.stopWriter()
 	r := newRun(p, o, j)
 	r.loadPool()
-	for _, s := range j.Jobs {
-		if s.State == StateFinished && s.Result != nil {
-			r.spent += s.Result.CostUSD
-		}
-	}
+	r.spent, r.totals = carried.CostUSD, carried
 	r.event(Event{Type: EventRunStarted, Jobs: len(p.Jobs)})
-	results := r.schedule(ctx)
+	r.schedule(ctx)
 	r.settleParked(ctx)
-	return r.conclude(ctx, results)
+	return r.conclude(ctx)
 }
 
 // newRun is the state of a run of p with options o (defaults applied)
@@ -198,61 +202,78 @@ func newRun(p *Plan, o Options, j *Journal) *run {
 	return r
 }
 
-// schedule runs the plan's jobs, at most Concurrency at once, and returns
-// their results in plan order. Jobs a resumed journal finished keep their
-// results; once ctx ends (or fail-fast fires) no new job starts.
-func (r *run) schedule(ctx context.Context) []report.Job {
+// schedule runs the plan's jobs, at most Concurrency at once; each result
+// goes to the journal (finish), none stays here. Jobs a resumed journal
+// finished keep their results; once ctx ends (or fail-fast fires) no new
+// job starts.
+func (r *run) schedule(ctx context.Context) {
 	// runCtx ends on a signal (ctx) or on fail-fast; jobs see the cause.
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
-	results := make([]report.Job, len(r.plan.Jobs))
 	g := new(errgroup.Group)
 	g.SetLimit(r.plan.Concurrency)
-	for i, job := range r.plan.Jobs {
-		if st := r.journal.state(job.Name); st != nil && st.State == StateFinished && st.Result != nil {
-			results[i] = *st.Result
+	for _, job := range r.plan.Jobs {
+		if st := r.journal.state(job.Name); st != nil && st.Done() {
 			continue
 		}
 		if runCtx.Err() != nil {
-			results[i] = r.skipped(job, stopReason(runCtx))
-			r.finished(job, &results[i])
+			res := r.skipped(job, stopReason(runCtx))
+			r.finished(job, &res)
 			continue
 		}
 		g.Go(func() error {
+			var res report.Job
 			if runCtx.Err() != nil {
-				results[i] = r.skipped(job, stopReason(runCtx))
+				res = r.skipped(job, stopReason(runCtx))
 			} else {
-				results[i] = r.runJob(runCtx, job)
+				res = r.runJob(runCtx, job)
 			}
-			r.finished(job, &results[i])
-			if r.opts.FailFast && results[i].Status == report.StatusFailed {
+			r.finished(job, &res)
+			if r.opts.FailFast && res.Status == report.StatusFailed {
 				cancelRun(errFailFast)
 			}
 			return nil // a failed job is a result, not an error of the group
 		})
 	}
 	_ = g.Wait() // every job returns nil
-	return results
 }
 
-// conclude writes the run's report and final journal and tells the reporter.
-func (r *run) conclude(ctx context.Context, results []report.Job) (*report.Report, error) {
+// conclude writes the run's report and final journal, one job at a time
+// from the journal's store, and tells the reporter. The report it returns
+// reads its jobs from report.json.
+func (r *run) conclude(ctx context.Context) (*report.Report, error) {
 	p := r.plan
-	rep := &report.Report{Schema: report.Schema, RunID: p.RunID, StartedAt: r.journal.StartedAt, Shard: p.Shard,
-		Jobs: results, Warnings: r.warnings, FinishedAt: time.Now().UTC(), RateLimit: reportRateLimit(r.latestRateLimit())}
-	rep.Tally(ctx.Err() != nil)
+	r.mu.Lock()
+	head := report.Report{Schema: report.Schema, RunID: p.RunID, StartedAt: r.journal.StartedAt, Shard: p.Shard,
+		Totals: r.totals, Warnings: r.warnings, FinishedAt: time.Now().UTC(), RateLimit: reportRateLimit(r.rateLimit)}
+	r.mu.Unlock()
+	head.Status = head.Totals.RunStatus(ctx.Err() != nil)
 	if p.BudgetUSD > 0 {
-		rep.Budget = &report.Budget{CapUSD: p.BudgetUSD, SpentUSD: r.spentSoFar()}
+		head.Budget = &report.Budget{CapUSD: p.BudgetUSD, SpentUSD: r.spentSoFar()}
 	}
-	if err := report.WriteJSON(RunReportPath(p), rep); err != nil {
-		return rep, &EnvError{fmt.Errorf("write report: %w", err)}
+	path := RunReportPath(p)
+	rep := report.Streamed(head, r.journal.eachResult)
+	if err := report.WriteJSON(path, rep); err != nil {
+		return loadedOrHead(rep), &EnvError{fmt.Errorf("write report: %w", err)}
 	}
-	r.journal.finish(rep)
+	rep = report.StreamFile(head, path)
+	r.journal.finish(head.Status)
 	if err := r.journal.save(); err != nil {
 		return rep, &EnvError{err}
 	}
 	r.opts.Reporter.Event(Event{Type: EventRunFinished, Time: time.Now(), RunID: p.RunID, Report: rep, SpentUSD: rep.Totals.CostUSD})
 	return rep, nil
+}
+
+// loadedOrHead is a report whose jobs could not be written to report.json,
+// read into memory before their store goes (or without them, when even
+// that fails: the journal still holds them).
+func loadedOrHead(rep *report.Report) *report.Report {
+	if l, err := rep.Load(); err == nil {
+		return l
+	}
+	head := *rep
+	return report.Streamed(head, func(func(*report.Job) error) error { return errors.New("the report's jobs could not be read") })
 }
 
 // RunReportPath is where Run writes report.json.
@@ -278,7 +299,10 @@ func (r *run) finished(job *Job, res *report.Job) {
 	if err := r.journal.sync(); err != nil {
 		res.Error = joinErr(res.Error, err.Error())
 	}
+	// Its state is in the log: its result leaves memory for the store.
+	_ = r.journal.settle(job.Name) // when it cannot be stored, it stays in memory: nothing is lost
 	r.mu.Lock()
+	r.totals.Add(&final)
 	spent := r.spent
 	r.mu.Unlock()
 	r.opts.Reporter.Event(Event{Type: EventJobFinished, Time: time.Now(), RunID: r.plan.RunID, Job: job.Name, Result: res, SpentUSD: spent, Reason: res.Reason})

@@ -211,7 +211,13 @@ func closeSandbox(box *sandbox.Box) {
 // proxy refused connections.
 func noteSandbox(res *report.Job, box *sandbox.Box) {
 	res.Sandbox = sandboxReport(box)
-	if res.Sandbox == nil || res.Sandbox.RefusedCount == 0 {
+	if res.Sandbox == nil {
+		return
+	}
+	for _, e := range res.Sandbox.RefErrors {
+		res.Warnings = append(res.Warnings, report.Warning{Code: report.WarnSandboxRef, Message: e})
+	}
+	if res.Sandbox.RefusedCount == 0 {
 		return
 	}
 	hosts := make([]string, 0, 5)
@@ -238,5 +244,14 @@ func sandboxReport(box *sandbox.Box) *report.Sandbox {
 		out.Refused = append(out.Refused, report.RefusedHost{Host: h.Host, Count: h.Count})
 		out.RefusedCount += h.Count
 	}
+	for _, d := range rep.Denied {
+		out.Denied = append(out.Denied, report.DeniedPath{Op: d.Op, Path: d.Path, Count: d.Count})
+		if d.Op == "read" {
+			out.DeniedReads += d.Count
+		} else {
+			out.DeniedWrites += d.Count
+		}
+	}
+	out.RefErrors = rep.RefErrors
 	return out
 }

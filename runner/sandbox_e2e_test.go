@@ -99,7 +99,10 @@ func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
 			t.Fatal(err)
 		}
 	}
-	// Another job's branch of the same run, beside the job's own ref.
+	// Another job's branch of the same run only in packed-refs, and one
+	// beside the job's own ref.
+	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/packed-job")
+	claudetest.Git(t, w.repo, "pack-refs", "--all")
 	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/other-job")
 	w.base = claudetest.Git(t, w.repo, "rev-parse", "main")
 	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
@@ -124,6 +127,8 @@ func (w *escapeWorld) script() string {
 		`(unshare -Urm sh -c 'mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "nested.txt") + `' || echo x > ` + filepath.Join(w.repo, "nested.txt") + `) && echo nested-userns=ok`,
 		`git update-ref refs/heads/pneuma/e2e/other-job HEAD && echo other-branch=ok`,
 		`git update-ref refs/heads/main HEAD && echo main-branch=ok`,
+		`git update-ref refs/heads/pneuma/e2e/packed-job HEAD && echo packed-branch=ok`,
+		`git update-ref refs/heads/pneuma/e2e/new-job HEAD && echo new-branch=ok`,
 		`echo x > "$HOME/escaped.txt" && echo home=ok`,
 		`echo x > ` + w.tmpFile + ` && echo tmp=ok`,
 		`cat "$HOME/.ssh/id_ed25519" "$HOME/.aws/credentials"; echo`,
@@ -168,6 +173,8 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 		"nested-userns":  exists(filepath.Join(w.repo, "nested.txt")),
 		"other-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
 		"main-branch":    claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
+		"packed-branch":  claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/packed-job") != w.base,
+		"new-branch":     gitOK(w.repo, "rev-parse", "--verify", "-q", "refs/heads/pneuma/e2e/new-job"),
 	}
 	return got
 }
@@ -277,6 +284,10 @@ jobs:
 			}
 			if len(res.Warnings) != 1 || res.Warnings[0].Code != report.WarnSandboxRefused || !strings.Contains(res.Warnings[0].Message, "203.0.113.7:80 (1)") {
 				t.Errorf("warnings %+v, want one sandbox_refused naming 203.0.113.7:80", res.Warnings)
+			}
+			if res.Sandbox.DeniedWrites == 0 || res.Sandbox.DeniedReads == 0 {
+				t.Errorf("report.sandbox denied %+v (reads %d, writes %d), want the escapes' refused writes and reads",
+					res.Sandbox.Denied, res.Sandbox.DeniedReads, res.Sandbox.DeniedWrites)
 			}
 			if res.Transcript == "" {
 				t.Error("no transcript archived from the sandbox's config dir")

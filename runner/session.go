@@ -142,6 +142,10 @@ type SessionState struct {
 	// LastTurn is how the latest turn ended, decided as a job's attempt is
 	// (report statuses and reasons); nil before the first.
 	LastTurn *TurnOutcome `json:"last_turn,omitempty"`
+	// Sandbox is the session's sandbox as it stands (its hosts, what it
+	// refused so far), from its CLI's start and each turn's end; nil
+	// without one.
+	Sandbox *report.Sandbox `json:"sandbox,omitempty"`
 	// CLIPid is the session's CLI process while one runs. A server killed
 	// outright leaves it behind; the restored session ends it before it
 	// resumes the CLI session (two processes on one session collide).
@@ -173,6 +177,10 @@ type PermissionDecision struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	// Message is what the model reads (deny).
 	Message string `json:"message,omitempty"`
+	// By says who decided, for the audit's rule and permission_resolved:
+	// ByLink for a notification's approval link; empty is a client. It is
+	// never read from a client's JSON.
+	By string `json:"-"`
 }
 
 // SessionEvent is one thing that happened in a session. A server adds a

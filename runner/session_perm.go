@@ -32,6 +32,8 @@ const (
 	byClient  = "client"
 	byTimeout = "timeout"
 	byServer  = "server" // the session closed, or the CLI withdrew the request
+	// ByLink is a person who followed a notification's approval link.
+	ByLink = "link"
 )
 
 // ask is the session's permission prompt: it blocks the CLI's request until
@@ -92,11 +94,15 @@ func (s *Session) Answer(requestID string, d PermissionDecision) error {
 	if len(d.UpdatedInput) > 0 && !json.Valid(d.UpdatedInput) {
 		return fmt.Errorf("updated_input is not valid JSON")
 	}
-	p, err := s.resolve(requestID, d, byClient)
+	by := byClient
+	if d.By == ByLink {
+		by = ByLink
+	}
+	p, err := s.resolve(requestID, d, by)
 	if err != nil {
 		return err
 	}
-	p.answer <- resolution{d, byClient}
+	p.answer <- resolution{d, by}
 	return nil
 }
 

@@ -119,6 +119,14 @@ func (s *Session) started(p *claude.Process) {
 	s.setStatus(SessionRunning)
 }
 
+// sandboxed records the session's sandbox and tells clients.
+func (s *Session) sandboxed(rep *report.Sandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Sandbox = rep
+	s.emit("sandbox_update", rep)
+}
+
 // observe takes one event of the CLI.
 func (s *Session) observe(ev claude.Event) {
 	s.mu.Lock()

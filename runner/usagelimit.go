@@ -124,12 +124,6 @@ func (r *run) noteRateLimit(job string, rl *claude.RateLimitInfo) {
 	}
 }
 
-func (r *run) latestRateLimit() *claude.RateLimitInfo {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rateLimit
-}
-
 // holdForLimit is what a run does when a job stopped on a usage limit: it
 // holds every start until the reset, says so once, and reports true when
 // the job may try again after it (false: the run may not wait that long).

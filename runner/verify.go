@@ -41,6 +41,7 @@ func runVerify(ctx context.Context, v *jobfile.Verify, dir string, env []string,
 	proc.CancelBy(cmd, syscall.SIGKILL)
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
+	boxOf(ctx).SyncRefs() // commits the command made inside reach the job's branch
 	res.DurationMS = time.Since(start).Milliseconds()
 	var exitErr *exec.ExitError
 	switch {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Config is what a job's sandbox is built from.
@@ -15,8 +16,8 @@ type Config struct {
 	Spec Spec
 	// Bwrap is bubblewrap's path (from Check).
 	Bwrap string
-	// Self is pneuma's executable, run inside as the forwarder ("":
-	// os.Executable).
+	// Self is pneuma's executable ("": os.Executable). Inside, the
+	// forwarder is ForwarderName beside it when there is one, else Self.
 	Self string
 	// Dir is the job's working directory (writable); Repo the repository
 	// root it belongs to (read-only, its .pneuma hidden).
@@ -46,6 +47,10 @@ type Box struct {
 	port      int   // the forwarder's proxy port inside
 	raw       []int // loopback ports carried raw
 	allowed   []string
+	mu        sync.Mutex
+	refs      map[string]*ownRef // by working directory
+	refErrs   []string
+	denied    denials
 }
 
 // Sandbox paths inside.
@@ -64,6 +69,7 @@ func Open(cfg Config) (*Box, error) {
 		}
 		cfg.Self = self
 	}
+	cfg.Self = forwarder(cfg.Self)
 	host, port, loop, err := apiHost(cfg.APIURL)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -98,12 +104,76 @@ func Open(cfg Config) (*Box, error) {
 	return b, nil
 }
 
+// forwarder is the small forwarder binary beside self, or else self.
+func forwarder(self string) string {
+	small := filepath.Join(filepath.Dir(self), ForwarderName)
+	if fi, err := os.Stat(small); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return small
+	}
+	return self
+}
+
 // ConfigDir is the job's private CLAUDE_CONFIG_DIR (the same path inside
 // and outside): its transcripts are read from there.
 func (b *Box) ConfigDir() string { return b.configDir }
 
+// gitArgs are the git binds of a command run in dir, its branch carried
+// in first (see ownRef).
+func (b *Box) gitArgs(dir string) []string {
+	args, own := gitBinds(dir, filepath.Join(b.cfg.StateDir, "git"))
+	if own == nil {
+		return args
+	}
+	b.mu.Lock()
+	if prev := b.refs[dir]; prev != nil && prev.ref == own.ref {
+		own = prev
+	} else {
+		if b.refs == nil {
+			b.refs = map[string]*ownRef{}
+		}
+		b.refs[dir] = own
+	}
+	b.mu.Unlock()
+	b.noteRefErr(own.sync())
+	return append(args, own.binds()...)
+}
+
+// SyncRefs carries the commits made inside since the last sync out to the
+// job's branch in the repository. Call it when a confined command ends and
+// before pneuma's own git reads the branch; launching a command syncs too.
+// A nil box has nothing to sync.
+func (b *Box) SyncRefs() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	refs := make([]*ownRef, 0, len(b.refs))
+	for _, o := range b.refs {
+		refs = append(refs, o)
+	}
+	b.mu.Unlock()
+	for _, o := range refs {
+		b.noteRefErr(o.sync())
+	}
+}
+
+// maxRefErrs bounds the ref errors a report lists.
+const maxRefErrs = 10
+
+func (b *Box) noteRefErr(err error) {
+	if err == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.refErrs) < maxRefErrs {
+		b.refErrs = append(b.refErrs, err.Error())
+	}
+}
+
 // Close stops the proxy. The config dir stays: it holds the transcripts.
 func (b *Box) Close() error {
+	b.SyncRefs()
 	err := b.proxy.Close()
 	_ = os.RemoveAll(b.sockDir) // a temp dir; the socket is already gone
 	return err
@@ -111,7 +181,10 @@ func (b *Box) Close() error {
 
 // Report says what the sandbox allowed and refused.
 func (b *Box) Report() Report {
-	return Report{Network: b.allowed, Read: b.cfg.Spec.Read, Write: b.cfg.Spec.Write, Refused: b.proxy.Refused()}
+	b.mu.Lock()
+	refErrs := slices.Clone(b.refErrs)
+	b.mu.Unlock()
+	return Report{Network: b.allowed, Read: b.cfg.Spec.Read, Write: b.cfg.Spec.Write, Refused: b.proxy.Refused(), Denied: b.denied.list(), RefErrors: refErrs}
 }
 
 // Report is a job's sandbox as its report shows it.
@@ -120,6 +193,12 @@ type Report struct {
 	Read    []string  `json:"read,omitempty"`
 	Write   []string  `json:"write,omitempty"`
 	Refused []Refused `json:"refused,omitempty"`
+	// Denied lists the reads and writes the sandbox refused, as the job's
+	// tool results show them (see NoteToolResult).
+	Denied []Denied `json:"denied,omitempty"`
+	// RefErrors are the job's branch updates made inside that were not
+	// carried out to the repository (see Box.SyncRefs).
+	RefErrors []string `json:"ref_errors,omitempty"`
 }
 
 // Env returns env for inside the sandbox: the proxy for every scheme, the

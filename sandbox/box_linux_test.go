@@ -136,3 +136,91 @@ func TestSignalReachesTheCommand(t *testing.T) {
 		t.Error("found a forwarder under a process that runs none")
 	}
 }
+
+// A job's commits inside reach its branch; no other ref does: not another
+// job's, not a new name beside its own, not a loose ref over a packed one.
+func TestBoxRefs(t *testing.T) {
+	bwrap := needBwrap(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	git(repo, "branch", "pneuma/r1/packed")
+	git(repo, "pack-refs", "--all") // pneuma/r1/packed lives in packed-refs only
+	git(repo, "branch", "pneuma/r1/other")
+	wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine")
+	git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/mine", wt)
+	base := git(repo, "rev-parse", "main")
+	box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: wt, Repo: repo, Home: root, StateDir: filepath.Join(root, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	run := func(script string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		argv := box.Command(wt, []string{"/bin/sh", "-c", script})
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = box.Env(env)
+		out, _ := cmd.CombinedOutput() // judged by the repository outside
+		box.SyncRefs()
+		return string(out)
+	}
+	out := run(`echo a > a && git add a && git commit -q -m inside && echo commit=ok
+git update-ref refs/heads/pneuma/r1/packed HEAD && echo packed=ok
+git update-ref refs/heads/pneuma/r1/other HEAD && echo other=ok
+git update-ref refs/heads/pneuma/r1/new HEAD && echo new=ok
+git update-ref refs/heads/main HEAD && echo main=ok
+git update-ref refs/tags/t HEAD && echo tag=ok`)
+	if !strings.Contains(out, "commit=ok") {
+		t.Fatalf("the commit inside failed:\n%s", out)
+	}
+	if log := git(repo, "log", "--format=%s", "pneuma/r1/mine"); !strings.HasPrefix(log, "inside") {
+		t.Errorf("the job's branch outside: %q, want its commit inside first", log)
+	}
+	for _, b := range []string{"pneuma/r1/packed", "pneuma/r1/other", "main"} {
+		if got := git(repo, "rev-parse", b); got != base {
+			t.Errorf("%s moved to %s from inside", b, got)
+		}
+	}
+	for _, r := range []string{"refs/heads/pneuma/r1/new", "refs/tags/t"} {
+		if cmd := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", r); cmd.Run() == nil {
+			t.Errorf("%s was created from inside", r)
+		}
+	}
+	// Pneuma's commit outside is seen by the next command inside.
+	git(wt, "commit", "-q", "--allow-empty", "-m", "outside")
+	if out := run(`git log -1 --format=%s`); !strings.Contains(out, "outside") {
+		t.Errorf("inside after a commit outside: %q", out)
+	}
+	// A link planted where the ref is carried in is replaced, not followed.
+	victim := filepath.Join(root, "victim")
+	run(`ln -s ` + victim + ` "$(git rev-parse --git-common-dir)/refs/heads/pneuma/r1/mine.pneuma-tmp"; git commit -q --allow-empty -m again`)
+	git(wt, "commit", "-q", "--allow-empty", "-m", "outside2")
+	box.SyncRefs()
+	if _, err := os.Lstat(victim); err == nil {
+		t.Error("sync followed a link planted inside")
+	}
+	if log := git(repo, "log", "-3", "--format=%s", "pneuma/r1/mine"); log != "outside2\nagain\noutside" {
+		t.Errorf("the branch after commits both sides in turn: %q", log)
+	}
+	if errs := box.Report().RefErrors; len(errs) != 0 {
+		t.Errorf("ref errors: %v", errs)
+	}
+}

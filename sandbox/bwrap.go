@@ -67,7 +67,7 @@ func (b *Box) bwrapArgs(dir string) []string {
 	a.bind("--ro-bind", cliInstall(b.cfg.Binary))
 	a.bind("--ro-bind", b.cfg.Self)
 	a.bind("--bind", dir)
-	a.add(gitBinds(dir)...)
+	a.add(b.gitArgs(dir)...)
 	for _, p := range b.cfg.Spec.Write {
 		a.bind("--bind", p)
 	}
@@ -97,49 +97,35 @@ func cliInstall(binary string) string {
 }
 
 // gitBinds opens what git needs to commit on the worktree's own branch:
-// the object store, the worktree's record in the repository, and the
-// directory of its branch's ref and reflog, with every other ref already
-// there in that directory bound read-only over it. The repository's
-// config, hooks and other refs stay read-only. A directory that is its own
-// repository (no linked worktree) is writable already: its config and
-// hooks are bound read-only over it.
-func gitBinds(dir string) []string {
+// the object store, the worktree's record in the repository, and its
+// branch's ref through own (see ownRef; nil when dir is no linked worktree
+// on a branch). The repository's config, hooks and other refs stay
+// read-only. A directory that is its own repository (no linked worktree)
+// is writable already: its config and hooks are bound read-only over it.
+func gitBinds(dir, state string) (args []string, own *ownRef) {
 	var a argv
 	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotgit)
 	switch {
 	case err != nil:
-		return nil
+		return nil, nil
 	case fi.IsDir():
 		a.bind("--ro-bind", filepath.Join(dotgit, "config"))
 		a.bind("--ro-bind", filepath.Join(dotgit, "hooks"))
-		return a
+		return a, nil
 	}
 	record, common, ref, err := worktreeGit(dotgit)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	a.bind("--bind", filepath.Join(common, "objects"))
 	a.bind("--bind", record)
 	if ref != "" {
-		for _, base := range []string{filepath.Join(common, "refs"), filepath.Join(common, "logs", "refs")} {
-			refDir := filepath.Dir(filepath.Join(base, strings.TrimPrefix(ref, "refs/")))
-			if !strings.HasPrefix(refDir, filepath.Join(base, "heads")+string(filepath.Separator)) {
-				continue // a branch straight under refs/heads: that directory stays read-only
-			}
-			a.bind("--bind", refDir)
-			own := filepath.Base(ref)
-			entries, _ := os.ReadDir(refDir) // none: nothing to protect
-			for _, e := range entries {
-				if e.Name() != own {
-					a.bind("--ro-bind", filepath.Join(refDir, e.Name()))
-				}
-			}
-		}
+		own = newOwnRef(common, ref, state)
 	}
 	a.bind("--ro-bind", filepath.Join(common, "config"))
 	a.bind("--ro-bind", filepath.Join(common, "hooks"))
-	return a
+	return a, own
 }
 
 // worktreeGit reads a linked worktree's .git file: its record in the

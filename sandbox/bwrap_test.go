@@ -52,9 +52,10 @@ func TestCopyConfig(t *testing.T) {
 	}
 }
 
-// gitBinds opens the object store, the worktree's record and its branch's
-// ref directory, with the other refs there read-only over it, and keeps
-// the repository's config and hooks read-only.
+// gitBinds opens the object store and the worktree's record, puts a
+// private directory over its branch's ref directory, with the other refs
+// there read-only over it, and keeps the repository's config and hooks
+// read-only.
 func TestGitBinds(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip(err)
@@ -75,12 +76,14 @@ func TestGitBinds(t *testing.T) {
 	git(repo, "branch", "pneuma/r1/other")
 	wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine")
 	git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/mine", wt)
-	got := strings.Join(gitBinds(wt), " ")
+	state := t.TempDir()
+	got := strings.Join((&Box{cfg: Config{StateDir: state}}).gitArgs(wt), " ")
 	gd := filepath.Join(repo, ".git")
 	for _, want := range []string{
 		"--bind " + gd + "/objects " + gd + "/objects",
 		"--bind " + gd + "/worktrees/mine " + gd + "/worktrees/mine",
-		"--bind " + gd + "/refs/heads/pneuma/r1 " + gd + "/refs/heads/pneuma/r1",
+		"--bind " + state + "/git/refs " + gd + "/refs/heads/pneuma/r1",
+		"--bind " + state + "/git/logs " + gd + "/logs/refs/heads/pneuma/r1",
 		"--ro-bind " + gd + "/refs/heads/pneuma/r1/other " + gd + "/refs/heads/pneuma/r1/other",
 		"--ro-bind " + gd + "/config " + gd + "/config",
 		"--ro-bind " + gd + "/hooks " + gd + "/hooks",

@@ -154,18 +154,6 @@ func TestParseHost(t *testing.T) {
 	}
 }
 
-func TestParseForward(t *testing.T) {
-	f, err := parseForward([]string{"--socket", "/s", "--listen", "3128", "--raw", "80", "--", "claude", "-p"})
-	if err != nil || f.socket != "/s" || f.listen != 3128 || len(f.raw) != 1 || strings.Join(f.argv, " ") != "claude -p" {
-		t.Errorf("parseForward = %+v, %v", f, err)
-	}
-	for _, bad := range [][]string{{"--listen", "0", "--socket", "/s", "--", "x"}, {"--socket", "/s", "--listen", "1"}, {"--what", "1"}, {"--socket"}} {
-		if _, err := parseForward(bad); err == nil {
-			t.Errorf("parseForward(%q) accepted", bad)
-		}
-	}
-}
-
 func TestCLISettings(t *testing.T) {
 	for in, want := range map[string]string{
 		"":              `{"sandbox":{"enabled":false}}`,

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # bump-claude.sh VERSION: move the newest pinned Claude Code CLI to VERSION
 # (tools/claude-next/package.json, its lockfile through npm, the Makefile),
-# install it, and run the whole suite on it (make test-next). Once that
-# passes, move `make test`'s pin (tools/claude, CLAUDE_VERSION) the same way.
+# install it, and run the whole suite on it (make test-next, the suite
+# `make test` runs, without -race). A failure there is what the bump broke:
+# follow the CLI in the test bed or pneuma, then run `make test`. The oldest
+# supported pin (tools/claude, CLAUDE_VERSION) moves only when support for
+# older CLIs is dropped (README, "Claude Code versions").
 set -euo pipefail
 if [ $# -ne 1 ] || ! [[ $1 =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
   echo "usage: $0 VERSION   (for example 2.1.332; see: npm view @anthropic-ai/claude-code version)" >&2

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,6 +26,12 @@ func TestE2EResumeLostRun(t *testing.T) {
 	asked := map[string]int{}
 	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
 		m := pleaseRE.FindStringSubmatch(r.Text())
+		if m == nil && strings.Contains(r.Text(), "Continue where you left off") {
+			// 2.1.332 flushes the prompt to the transcript before the API
+			// call, so the resumed job continues the session: its prompt is
+			// earlier in the conversation.
+			m = pleaseRE.FindStringSubmatch(r.FirstUser().Text())
+		}
 		if m == nil {
 			return fakeapi.Text("ok")
 		}

@@ -43,7 +43,7 @@ type Policy struct {
 var DefaultPermissionModes = []string{"default", "acceptEdits", "plan"}
 
 // GatedFields are the values of Policy.Allow.
-var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "no_worktree", "remote", "push", "pull_request", "sandbox_network"}
+var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "no_worktree", "remote", "push", "pull_request", "sandbox_network", "notify"}
 
 // MaxNameBytes bounds a session's or job's name: names become branch
 // names and commit messages.
@@ -110,6 +110,8 @@ var jobFieldClass = map[string]fieldClass{
 var fileFieldClass = map[string]fieldClass{
 	"version": classClient, "concurrency": classClient, "budget_usd": classBudget,
 	"stagger": classClient, "limits": classClient,
+	// A target's URL is a request the server makes (policy_notify.go).
+	"notify": classGated,
 }
 
 // sessionOwnClass classifies a session request's own fields.
@@ -311,6 +313,10 @@ func (c *policyCheck) file(f *jobfile.File) error {
 		case classBudget:
 			if c.p.MaxBudgetUSD > 0 && f.BudgetUSD > c.p.MaxBudgetUSD {
 				return refuse(key, "above the server's cap of %g USD", c.p.MaxBudgetUSD)
+			}
+		case classGated:
+			if err := c.notifyTargets(key, f.Notify); err != nil {
+				return err
 			}
 		default:
 			return refuse(key, "the server does not let clients set this field")

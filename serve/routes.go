@@ -53,6 +53,10 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "OPTIONS /api/", Auth: AuthNone, handler: s.preflight},
 		{Pattern: "GET /api/health", handler: s.health},
 		{Pattern: "GET /metrics", handler: s.metrics},
+		// An approval link's page and its form: the link's token, not the
+		// bearer token, authorises them (approve.go).
+		{Pattern: "GET /approve/{token}", Auth: AuthNone, handler: s.approveGet},
+		{Pattern: "POST /approve/{token}", Auth: AuthNone, handler: s.approvePost},
 
 		{Pattern: "POST /api/sessions", handler: s.admitSession},
 		{Pattern: "GET /api/sessions", handler: s.listSessions},

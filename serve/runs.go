@@ -67,7 +67,13 @@ func (ru *run) object() runObject {
 	o := runObject{ID: ru.id, Status: ru.status, StartedAt: ru.started, LastSeq: ru.log.LastSeq(),
 		JobsTotal: ru.jobs, SpentUSD: ru.spent, Jobs: append([]report.Job{}, ru.finished...), Report: ru.report, Error: ru.err}
 	if ru.report != nil {
-		o.Jobs = ru.report.Jobs
+		// The runner's report reads its jobs from report.json. The snapshot
+		// is not paged yet: it holds them all (issue 27, item 4).
+		if l, err := ru.report.Load(); err == nil {
+			o.Jobs, o.Report = l.Jobs, l
+		} else if o.Error == "" {
+			o.Error = fmt.Sprintf("read the run's report: %v", err)
+		}
 	}
 	return o
 }
@@ -286,7 +292,7 @@ func readProblem(name string, err error) string {
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
 func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
-	return runner.Run(ctx, p, s.runOptions(rep))
+	return s.withRunNotifier(p, rep, func(o runner.Options) (*report.Report, error) { return runner.Run(ctx, p, o) })
 }
 
 // runOptions are the options of every run the server starts or resumes.
@@ -299,6 +305,9 @@ func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 	}
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)
+	}
+	if s.cfg.Notifier.Enabled() {
+		o.Reporter = s.cfg.Notifier.Reporter(o.Reporter, s.consoleURL("runs"))
 	}
 	return o
 }
@@ -397,7 +406,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.launch(w, p, ru.log, slots, warnings, func(ctx context.Context, nru *run) (*report.Report, error) {
-		return runner.Resume(ctx, p, prior, s.runOptions(nru))
+		return s.withRunNotifier(p, nru, func(o runner.Options) (*report.Report, error) { return runner.Resume(ctx, p, prior, o) })
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/notify"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -73,6 +74,14 @@ type Config struct {
 	Counters Counters
 	// SessionEvents, when set, sees every session's events (telemetry).
 	SessionEvents func(id string, ev SessionEvent)
+	// Notifier, when set, is told of sessions' permission requests and
+	// idle turns and of runs' jobs (notify.go).
+	Notifier *notify.Notifier
+	// PublicURL is the URL people reach the server by; with it,
+	// permission_request notifications carry approval links, valid for
+	// LinkTTL (default DefaultLinkTTL).
+	PublicURL string
+	LinkTTL   time.Duration
 }
 
 func (c *Config) defaults() {
@@ -112,6 +121,8 @@ type Server struct {
 	conns  sync.WaitGroup
 	// lock holds the state directory until Shutdown (statelock.go).
 	lock *stateLock
+	// links mints and checks approval links; nil without a PublicURL.
+	links *links
 }
 
 // New locks cfg.StateDir (a *StateLockedError when another server holds
@@ -128,6 +139,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, lock: lock}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.setupNotify(); err != nil {
+		return nil, errors.Join(err, lock.release())
+	}
 	if s.sessions, err = loadRegistry(&s.cfg); err != nil {
 		return nil, errors.Join(err, lock.release())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/usage"
 )
@@ -41,6 +42,9 @@ type sessionObject struct {
 	Transcript   string `json:"transcript,omitempty"`
 	// Damage says why a damaged session could not be restored.
 	Damage string `json:"damage,omitempty"`
+	// Sandbox is the session's sandbox (absent without one): its rules
+	// until its CLI starts, then also what it refused.
+	Sandbox *report.Sandbox `json:"sandbox,omitempty"`
 }
 
 func (e *entry) object() sessionObject {
@@ -50,7 +54,10 @@ func (e *entry) object() sessionObject {
 		Repo: st.Repo, Branch: st.Branch, Worktree: st.Worktree, Model: st.Model,
 		CreatedAt: st.CreatedAt, LastSeq: e.log.LastSeq(), NumTurns: st.NumTurns,
 		CostUSD: st.CostUSD, Usage: st.Usage, MessageCount: st.MessageCount,
-		PendingPermissions: st.PendingPermissions, Damage: e.damage,
+		PendingPermissions: st.PendingPermissions, Damage: e.damage, Sandbox: st.Sandbox,
+	}
+	if j := st.Plan.Job; o.Sandbox == nil && j != nil && j.Sandbox.On() {
+		o.Sandbox = &report.Sandbox{Network: j.Sandbox.Network, Read: j.Sandbox.Read, Write: j.Sandbox.Write}
 	}
 	if o.PendingPermissions == nil {
 		o.PendingPermissions = []PendingPermission{}

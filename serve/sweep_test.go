@@ -91,7 +91,7 @@ func TestE2ESweep(t *testing.T) {
 	for _, rt := range routes {
 		method, pattern, _ := strings.Cut(rt.Pattern, " ")
 		for _, id := range ids {
-			path := strings.NewReplacer("{id}", id, "{request_id}", id, "{job}", id, "{$}", "").Replace(pattern)
+			path := strings.NewReplacer("{id}", id, "{request_id}", id, "{job}", id, "{token}", id, "{$}", "").Replace(pattern)
 			for _, tok := range tokens {
 				check(method, path, "", tok)
 			}

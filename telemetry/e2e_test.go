@@ -142,6 +142,11 @@ func runWithTelemetry(t *testing.T, proto, endpoint string, env *envOutput) *rep
 		t.Fatal("telemetry is on, but Wire set no observer")
 	}
 	rep, err := runner.Run(ctx, p, o)
+	if rep != nil {
+		if l, lerr := rep.Load(); lerr == nil {
+			rep = l
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

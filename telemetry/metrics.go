@@ -27,6 +27,7 @@ const (
 	MetricEventsSent     = "pneuma.ws.events.sent"
 	MetricClientsDropped = "pneuma.ws.clients.dropped"
 	MetricSandboxRefused = "pneuma.sandbox.refused"
+	MetricSandboxDenied  = "pneuma.sandbox.denied"
 )
 
 // instruments are every instrument pneuma records.
@@ -34,7 +35,7 @@ type instruments struct {
 	jobsFinished, tokens, holds, apiErrors metric.Int64Counter
 	toolCalls, spansDropped, httpRequests  metric.Int64Counter
 	eventsSent, clientsDropped             metric.Int64Counter
-	sandboxRefused                         metric.Int64Counter
+	sandboxRefused, sandboxDenied          metric.Int64Counter
 	cost                                   metric.Float64Counter
 	jobsRunning, httpOpen                  metric.Int64UpDownCounter
 	concurrency                            metric.Int64Gauge
@@ -47,7 +48,7 @@ var durationBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 
 
 func newInstruments(m metric.Meter) (*instruments, error) {
 	var i instruments
-	var errs [18]error
+	var errs [19]error
 	secs := func(name, desc string, h *metric.Float64Histogram, e *error) {
 		*h, *e = m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	}
@@ -68,6 +69,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	secs(MetricTurnDuration, "Turn duration, from prompt to result, as the CLI measured it.", &i.turnDuration, &errs[14])
 	secs(MetricQueueWait, "Wait of an attempt for a start slot (concurrency, stagger, holds).", &i.queueWait, &errs[15])
 	i.sandboxRefused, errs[17] = m.Int64Counter(MetricSandboxRefused, metric.WithDescription("Connections a job's sandbox proxy refused (hosts not in the API endpoint or the job's sandbox.network)."))
+	i.sandboxDenied, errs[18] = m.Int64Counter(MetricSandboxDenied, metric.WithDescription("Reads and writes a job's sandbox refused, as its tool results show them, by op (read, write)."))
 	secs(MetricHoldWait, "Wait a usage-limit hold announced, until the limit's reset.", &i.holdWait, &errs[16])
 	for _, err := range errs {
 		if err != nil {

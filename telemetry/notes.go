@@ -83,6 +83,13 @@ func (o *Observer) recordJob(res *report.Job) {
 	if res.Sandbox != nil && res.Sandbox.RefusedCount > 0 {
 		o.inst.sandboxRefused.Add(ctx, int64(res.Sandbox.RefusedCount))
 	}
+	if res.Sandbox != nil {
+		for op, n := range map[string]int{"read": res.Sandbox.DeniedReads, "write": res.Sandbox.DeniedWrites} {
+			if n > 0 {
+				o.inst.sandboxDenied.Add(ctx, int64(n), metric.WithAttributes(attribute.String("op", op)))
+			}
+		}
+	}
 	if res.CostUSD > 0 {
 		o.inst.cost.Add(ctx, res.CostUSD, metric.WithAttributes(attribute.String("model", modelOr(res.Model))))
 	}

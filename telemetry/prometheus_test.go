@@ -52,7 +52,7 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 		{Type: runner.EventUsageLimitWait, Job: "held", ResumeAt: &resume},
 		{Type: runner.EventConcurrency, Concurrency: 2, Reason: "429/529 storm"},
 		{Type: runner.EventJobFinished, Job: "held", Result: &report.Job{Name: "held", Status: report.StatusFailed, Reason: report.ReasonUsageLimit, CostUSD: 0.5, Model: "claude-sonnet-4-6",
-			Sandbox: &report.Sandbox{RefusedCount: 3}}},
+			Sandbox: &report.Sandbox{RefusedCount: 3, DeniedReads: 2, DeniedWrites: 1}}},
 	} {
 		e.Time, e.RunID = now, "r"
 		obs.Event(e)
@@ -107,7 +107,7 @@ func TestPrometheusScrape(t *testing.T) {
 		"pneuma_api_errors_total": 1, "pneuma_tool_calls_total": 1, "pneuma_http_requests_total": 1,
 		"pneuma_jobs_running": 0, "pneuma_concurrency": 2, "pneuma_http_connections": 1,
 		"pneuma_ws_events_sent_total": 3, "pneuma_ws_clients_dropped_total": 1,
-		"pneuma_sandbox_refused_total": 3,
+		"pneuma_sandbox_refused_total": 3, "pneuma_sandbox_denied_total": 3,
 	}
 	for name, v := range want {
 		f := fams[name]

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/browser"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // console is a server the browser tests run against: the real one
@@ -411,4 +413,74 @@ func checkJobTranscriptText(t *testing.T, b *browser.Browser, srv *realServer, j
 	if got := eval[string](q, `document.querySelector('#job-panel pre.transcript-text').textContent`); !strings.Contains(got, "JOB-") {
 		t.Errorf("the job's transcript does not show its prompt:\n%.500s", got)
 	}
+}
+
+// TestConsoleSandbox: a sandboxed job's page shows its sandbox (the hosts
+// it allowed, the connection and the write it refused), an unsandboxed
+// job's says it had none, and a sandboxed session's page shows its
+// sandbox live.
+func TestConsoleSandbox(t *testing.T) {
+	if _, err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the console's sandbox view needs bubblewrap: %v", err)
+		}
+		t.Skip(err)
+	}
+	srv := startReal(t)
+	outside := filepath.Join(srv.repo, "outside.txt")
+	jobs := filepath.Join(srv.repo, "jobs.yaml")
+	if err := os.WriteFile(jobs, []byte(fmt.Sprintf(`version: 1
+jobs:
+  - name: boxed
+    prompt: %s %s
+    permission_mode: acceptEdits
+    policy: {allow: [Bash]}
+    sandbox: {network: [example.com]}
+  - name: open
+    prompt: %sopen write open.txt
+    permission_mode: acceptEdits
+`, boxedMarker, outside, jobMarker)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "")
+	p.wait(`document.querySelector('input[name=jobs_file]')`, "the start-run form")
+	p.do(chromedp.SendKeys(chromedp.CSS("input[name=jobs_file]"), jobs), chromedp.Click(chromedp.CSS("#start-run button[type=submit]")))
+	p.wait(`/^#\/runs\/[^/]+$/.test(location.hash)`, "the run page")
+	id := strings.TrimPrefix(eval[string](p, `location.hash`), "#/runs/")
+	p.wait(`document.querySelector('.run-head .badge')?.dataset.status === 'succeeded'`, "the run finished")
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the sandboxed job wrote into the repository")
+	}
+
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/runs/%s/jobs/boxed'`, id)))
+	p.wait(`document.querySelector('#job-sandbox')?.dataset.sandbox === 'on'`, "the boxed job's sandbox")
+	api := strings.TrimPrefix(srv.api.URL, "http://")
+	got := eval[map[string]string](p, `({network: document.querySelector('#job-sandbox .sandbox-network').textContent,
+		refused: document.querySelector('#job-sandbox .sandbox-refused').textContent,
+		denied: document.querySelector('#job-sandbox .sandbox-denied').textContent})`)
+	if got["network"] != api+", example.com" {
+		t.Errorf("network shown %q, want %q", got["network"], api+", example.com")
+	}
+	if got["refused"] != "1 · "+refusedHost+" (1)" {
+		t.Errorf("refused shown %q, want 1 · %s (1)", got["refused"], refusedHost)
+	}
+	if got["denied"] != "0, 1 · write "+outside+" (1)" {
+		t.Errorf("denied shown %q, want 0, 1 · write %s (1)", got["denied"], outside)
+	}
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/runs/%s/jobs/open'`, id)))
+	p.wait(`document.querySelector('#job-sandbox')?.dataset.sandbox === 'off'`, "the open job's sandbox")
+	if got := eval[string](p, `document.querySelector('#job-sandbox').textContent`); !strings.HasPrefix(got, "Sandbox off") {
+		t.Errorf("the open job's sandbox: %q", got)
+	}
+
+	// A sandboxed session: its page shows the sandbox from its CLI's start.
+	var s struct {
+		ID string `json:"id"`
+	}
+	srv.post("/api/sessions", fmt.Sprintf(`{"repo":%q,"sandbox":{"network":["example.com"]}}`, srv.repo), &s)
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/sessions/%s'`, s.ID)))
+	p.wait(`document.querySelector('#session-sandbox')?.dataset.sandbox === 'on' && document.querySelector('.conn')?.dataset.state === 'live'`, "the session's sandbox")
+	say(p, "hello")
+	p.wait(fmt.Sprintf(`document.querySelector('#session-sandbox .sandbox-network')?.textContent === %q`, api+", example.com"), "the session's hosts after its CLI started")
 }

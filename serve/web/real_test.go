@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/serve"
 	"github.com/pneuma-cli/pneuma/serve/web"
 )
@@ -45,6 +47,10 @@ const (
 	// payloadFile is what the scripted session writes and reads back: the
 	// Read tool's result carries xss to the console.
 	payloadFile = "payload.html"
+	// boxedMarker makes a job try a refused host and to write the path
+	// after the marker in one Bash call, then end.
+	boxedMarker = "BOXED-SCRIPT"
+	refusedHost = "203.0.113.7:80"
 )
 
 // startReal starts the server; it and every CLI it started are stopped when
@@ -173,6 +179,35 @@ func (s *realServer) get(path string, v any) {
 	}
 }
 
+// post sends body as JSON to an API route and decodes the answer into v.
+func (s *realServer) post(path, body string, v any) {
+	s.t.Helper()
+	req, _ := http.NewRequest("POST", s.URL()+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		s.t.Fatalf("POST %s: %s: %s", path, res.Status, data)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		s.t.Fatalf("POST %s: %v", path, err)
+	}
+}
+
+// TestMain lets this test binary stand in for pneuma's as the forwarder
+// inside a sandbox.
+func TestMain(m *testing.M) {
+	if code, ok := sandbox.RunForwarder(os.Args[1:], sandbox.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
 // events reads a stream's whole event log through the API.
 func (s *realServer) events(path string) []map[string]any {
 	s.t.Helper()
@@ -202,6 +237,13 @@ func answer(r *fakeapi.Request) fakeapi.Response {
 	usage := fakeapi.Usage{Input: 200, Output: 30}
 	first := r.FirstUser().Text()
 	switch {
+	case strings.Contains(first, boxedMarker):
+		if r.HasToolResult() {
+			return fakeapi.Text("tried").WithUsage(usage)
+		}
+		// The prompt names a path the sandbox keeps read-only.
+		path := strings.Fields(first[strings.Index(first, boxedMarker)+len(boxedMarker):])[0]
+		return fakeapi.ToolUse(fakeapi.Bash("curl -s -m 3 -o /dev/null http://" + refusedHost + "/; echo x > " + path + "; true")).WithUsage(usage)
 	case strings.Contains(first, jobMarker):
 		name := strings.Fields(first[strings.Index(first, jobMarker)+len(jobMarker):])[0]
 		if r.HasToolResult() {

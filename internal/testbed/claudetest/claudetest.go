@@ -37,9 +37,9 @@ import (
 // EnvVar names the environment variable that points tests at a CLI binary.
 const EnvVar = "PNEUMA_TEST_CLAUDE"
 
-// cachedBinary is where `make claude` installs the pinned CLI, relative to the
-// module root.
-const cachedBinary = ".cache/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+// cachedBinary is where `make claude-next` installs the newest pinned CLI (the
+// one `make test` runs the suite on), relative to the module root.
+const cachedBinary = ".cache/claude-next/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 
 // DefaultTimeout bounds a RunCLI whose context has no deadline.
 const DefaultTimeout = 2 * time.Minute
@@ -64,7 +64,7 @@ func Binary(t testing.TB) string {
 			return path
 		}
 	}
-	msg := "the Claude Code CLI is not installed (looked at $" + EnvVar + " and " + cachedBinary + "): run `make claude`"
+	msg := "the Claude Code CLI is not installed (looked at $" + EnvVar + " and " + cachedBinary + "): run `make claude-next`"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -396,10 +396,11 @@ func Git(t testing.TB, dir string, args ...string) string {
 }
 
 // pinFiles are the package.json files that pin the CLIs the tests run: the
-// one `make test` runs the whole suite on, and the newest (`make test-next`).
-var pinFiles = []string{"tools/claude/package.json", "tools/claude-next/package.json"}
+// newest, which `make test` runs the whole suite on, and the oldest pneuma
+// supports, which `make test-contract` runs the contract subset on.
+var pinFiles = []string{"tools/claude-next/package.json", "tools/claude/package.json"}
 
-// Pins returns the pinned CLI versions, the suite's first, read from the pin
+// Pins returns the pinned CLI versions, the newest first, read from the pin
 // files under the module root, so that version assertions follow a bump.
 func Pins(t testing.TB) []string {
 	t.Helper()
@@ -451,4 +452,33 @@ func PinnedVersion(t testing.TB, bin string) string {
 		t.Fatalf("the CLI at %s is %s, not one of the pins %v", bin, pkg.Version, Pins(t))
 	}
 	return pkg.Version
+}
+
+// AtLeast reports whether the pinned CLI at bin is version min or newer
+// (dotted decimal, such as "2.1.332"). Tests whose assertions differ between
+// the pins branch on it and name the version that changed the behaviour.
+func AtLeast(t testing.TB, bin, min string) bool {
+	t.Helper()
+	return compareVersions(PinnedVersion(t, bin), min) >= 0
+}
+
+// compareVersions compares dotted decimal versions: -1, 0 or 1.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
 }

@@ -266,3 +266,14 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.fatals = append(r.fatals, fmt.Sprintf(format, args...))
 }
 func (r *recorder) Skip(args ...any) { r.skipped = fmt.Sprint(args...) }
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"2.1.197", "2.1.332", -1}, {"2.1.332", "2.1.332", 0}, {"2.10.0", "2.9.9", 1}, {"2.1", "2.1.0", 0}, {"3.0.0", "2.99.99", 1}} {
+		if got := claudetest.CompareVersions(c.a, c.b); got != c.want {
+			t.Errorf("compare(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package claudetest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,11 +22,35 @@ import (
 
 const runTimeout = 60 * time.Second
 
-// opusCost is the CLI's price formula (docs/claude-cli.md, section 2.5) for claude-opus-4-8:
-// $5 / $25 per MTok, cache writes at 1.25× and cache reads at 0.1× input.
-func opusCost(u fakeapi.Usage) float64 {
-	const in, out = 5.0, 25.0
-	return (float64(u.Input)*in + float64(u.Output)*out + float64(u.CacheWrite)*in*1.25 + float64(u.CacheRead)*in*0.1) / 1e6
+// cliPrices are the CLI's own prices (docs/claude-cli.md, section 2.5) per
+// MTok of the default models of the pins: input, output and cache reads;
+// cache writes (5 minutes) cost 1.25× input. claude-opus-4-8 is 2.1.197's
+// default against an API key, claude-opus-5-5 2.1.332's.
+var cliPrices = map[string]struct{ in, out, cacheRead float64 }{
+	"claude-opus-4-8": {5, 25, 0.5},
+	"claude-opus-5-5": {4, 20, 0.2},
+}
+
+// cliCost is what the CLI charges for u on model (the model of the request,
+// as the fake API saw it); a model the table does not know fails the test,
+// so a bump that brings a new default model says so here.
+func cliCost(t *testing.T, model string, u fakeapi.Usage) float64 {
+	t.Helper()
+	p, ok := cliPrices[model]
+	if !ok {
+		t.Fatalf("the CLI used model %q, which cliPrices does not price: add the CLI's price for it", model)
+	}
+	return (float64(u.Input)*p.in + float64(u.Output)*p.out + float64(u.CacheWrite)*p.in*1.25 + float64(u.CacheRead)*p.cacheRead) / 1e6
+}
+
+// model is the model of the bed's first API request: the pinned CLI's default.
+func (b *bed) model() string {
+	b.t.Helper()
+	reqs := b.api.Requests()
+	if len(reqs) == 0 {
+		b.t.Fatal("the fake API saw no request")
+	}
+	return reqs[0].Model
 }
 
 // bed is one test's fake API, environment and working directory.
@@ -144,7 +169,7 @@ func TestTextAnswerCost(t *testing.T) {
 	if run.ExitCode != 0 || res["is_error"] != false || res["subtype"] != "success" || res["result"] != "Hello from the fake API." {
 		t.Fatalf("exit %d, result %v", run.ExitCode, res)
 	}
-	want := opusCost(usage) // 0.012375
+	want := cliCost(t, b.model(), usage) // 0.012375 on claude-opus-4-8
 	if got, _ := res["total_cost_usd"].(float64); math.Abs(got-want) > 1e-9 {
 		t.Errorf("total_cost_usd = %v, want %v", got, want)
 	}
@@ -153,8 +178,11 @@ func TestTextAnswerCost(t *testing.T) {
 			t.Errorf("result.usage.%s = %v, want %v", k, got, v)
 		}
 	}
-	if got := get(res, "modelUsage", "claude-opus-4-8[1m]", "costUSD"); got == nil || math.Abs(got.(float64)-want) > 1e-9 {
-		t.Errorf("modelUsage costUSD = %v, want %v", got, want)
+	// modelUsage is keyed by the model as the init line names it
+	// ("claude-opus-4-8[1m]" on 2.1.197, "claude-opus-5-5" on 2.1.332).
+	initModel, _ := run.OfType("system")[0]["model"].(string)
+	if got := get(res, "modelUsage", initModel, "costUSD"); got == nil || math.Abs(got.(float64)-want) > 1e-9 {
+		t.Errorf("modelUsage[%q] costUSD = %v, want %v (modelUsage %v)", initModel, got, want, res["modelUsage"])
 	}
 
 	reqs := b.api.Requests()
@@ -162,7 +190,7 @@ func TestTextAnswerCost(t *testing.T) {
 		t.Fatalf("fake saw %d requests, want 1", len(reqs))
 	}
 	r := reqs[0]
-	if r.Model != "claude-opus-4-8" || !r.Stream || r.Query != "beta=true" || !strings.HasSuffix(r.FirstUser().Text(), "Say hello.") ||
+	if r.Model != strings.TrimSuffix(initModel, "[1m]") || !r.Stream || r.Query != "beta=true" || !strings.HasSuffix(r.FirstUser().Text(), "Say hello.") ||
 		r.Header.Get("x-api-key") != b.env.APIKey || !r.HasTool("Bash") || r.IsSubagent() {
 		t.Errorf("request %s, query %q, first user %q", r.String(), r.Query, r.FirstUser().Text())
 	}
@@ -219,7 +247,7 @@ func TestWriteAcceptEdits(t *testing.T) {
 		!reflect.DeepEqual(res["permission_denials"], []any{}) || res["num_turns"] != 2.0 {
 		t.Errorf("exit %d, result %v", run.ExitCode, res)
 	}
-	want := 2 * opusCost(fakeapi.DefaultUsage)
+	want := 2 * cliCost(t, b.model(), fakeapi.DefaultUsage)
 	if got := res["total_cost_usd"].(float64); math.Abs(got-want) > 1e-9 {
 		t.Errorf("total_cost_usd = %v, want %v (two default responses)", got, want)
 	}
@@ -296,28 +324,52 @@ func TestBashCommitBypass(t *testing.T) {
 	}
 }
 
+// TestAgentSubagent delegates to a subagent through the Agent tool. From
+// 2.1.332 on the CLI runs it in the background by default: the Agent
+// tool_result only says it started, the main thread answers, and the
+// subagent's report comes back in a task notification; before, the
+// tool_result held the report.
 func TestAgentSubagent(t *testing.T) {
 	mainThread := func(r *fakeapi.Request) fakeapi.Response {
+		if report, ok := r.TaskNotification(); ok {
+			return fakeapi.Text("main saw: " + report)
+		}
 		if !r.HasToolResult() {
 			return fakeapi.ToolUse(fakeapi.Agent("count files", "SUBTASK: run a command and report"))
+		}
+		if tr := r.ToolResults()[0]; fakeapi.AsyncAgentLaunched(tr) {
+			return fakeapi.Text("waiting for the subagent")
 		}
 		return fakeapi.Text("main saw: " + strings.SplitN(r.ToolResults()[0].Content, "\n", 2)[0])
 	}
 	sub := fakeapi.Turns(fakeapi.ToolUse(fakeapi.Bash("echo from-subagent")), fakeapi.Text("subagent report"))
 	b := newBed(t, fakeapi.Route(mainThread, sub))
+	background := claudetest.AtLeast(t, b.bin, "2.1.332")
 	run := b.run("Delegate.", "--permission-mode", "bypassPermissions", "--max-turns", "6")
 
 	res := result(t, run)
 	if run.ExitCode != 0 || res["is_error"] != false || res["result"] != "main saw: subagent report" {
 		t.Fatalf("exit %d, result %v", run.ExitCode, res)
 	}
-	// Four API calls (main, sub, sub, main) at default usage; the total
+	// The main thread calls the API twice (the Agent call, its answer), and
+	// once more for the notification when the subagent ran in the
+	// background; the subagent twice. All at default usage: the total
 	// includes the subagent, result.usage does not.
-	if got, want := res["total_cost_usd"].(float64), 4*opusCost(fakeapi.DefaultUsage); math.Abs(got-want) > 1e-9 {
+	mainCalls := 2
+	if background {
+		mainCalls = 3
+	}
+	if got, want := res["total_cost_usd"].(float64), float64(mainCalls+2)*cliCost(t, b.model(), fakeapi.DefaultUsage); math.Abs(got-want) > 1e-9 {
 		t.Errorf("total_cost_usd = %v, want %v", got, want)
 	}
-	if got := get(res, "usage", "input_tokens"); got != 2.0*float64(fakeapi.DefaultUsage.Input) {
-		t.Errorf("result.usage.input_tokens = %v, want the main thread's only", got)
+	// result.usage covers the last turn's main-thread calls: both with the
+	// subagent in the foreground, the notification's one in the background.
+	lastTurn := mainCalls
+	if background {
+		lastTurn = 1
+	}
+	if got := get(res, "usage", "input_tokens"); got != float64(lastTurn*fakeapi.DefaultUsage.Input) {
+		t.Errorf("result.usage.input_tokens = %v, want the main thread's %d call(s) of the last turn only", got, lastTurn)
 	}
 	var subReqs int
 	for _, r := range b.api.Requests() {
@@ -328,8 +380,8 @@ func TestAgentSubagent(t *testing.T) {
 			}
 		}
 	}
-	if subReqs != 2 || len(b.api.Requests()) != 4 {
-		t.Errorf("%d subagent requests of %d", subReqs, len(b.api.Requests()))
+	if subReqs != 2 || len(b.api.Requests()) != mainCalls+2 {
+		t.Errorf("%d subagent requests of %d, want 2 of %d", subReqs, len(b.api.Requests()), mainCalls+2)
 	}
 
 	var agentToolID string
@@ -373,7 +425,10 @@ func TestAgentSubagent(t *testing.T) {
 	}
 	lines := claudetest.ReadJSONL(t, side)
 	for i, l := range lines {
-		if l["isSidechain"] != true || l["agentId"] != agentID || l["sessionId"] != sid {
+		// 2.1.332 also records each API request (api-request, -shape, -blob):
+		// the subagent's carry its agentId but no isSidechain.
+		request := strings.HasPrefix(fmt.Sprint(l["type"]), "api-request")
+		if (l["isSidechain"] != true && !request) || l["agentId"] != agentID || l["sessionId"] != sid {
 			t.Errorf("sidechain line %d: isSidechain %v agentId %v sessionId %v", i, l["isSidechain"], l["agentId"], l["sessionId"])
 		}
 	}
@@ -447,15 +502,22 @@ func TestStdinSameAsArgument(t *testing.T) {
 			t.Errorf("result.usage.%s: argument %v, stdin %v", k, get(a, "usage", k), get(s, "usage", k))
 		}
 	}
-	if got := s["total_cost_usd"].(float64); math.Abs(got-opusCost(usage)) > 1e-9 {
-		t.Errorf("stdin total_cost_usd = %v, want %v", got, opusCost(usage))
+	if got, want := s["total_cost_usd"].(float64), cliCost(t, stdin.model(), usage); math.Abs(got-want) > 1e-9 {
+		t.Errorf("stdin total_cost_usd = %v, want %v", got, want)
 	}
 	if n := len(inRun.OfType("result")); n != 1 {
 		t.Errorf("stdin run wrote %d results", n)
 	}
+	// 2.1.332 puts the git status, with each repository's own commit id,
+	// in the first user message: compare with the ids replaced.
 	ar, sr := arg.api.Requests(), stdin.api.Requests()
-	if len(ar) != 1 || len(sr) != 1 || ar[0].FirstUser().Text() != sr[0].FirstUser().Text() {
-		t.Errorf("prompts sent: argument %q, stdin %q", ar[0].FirstUser().Text(), sr[0].FirstUser().Text())
+	if len(ar) != 1 || len(sr) != 1 {
+		t.Fatalf("the fakes saw %d and %d requests, want 1 each", len(ar), len(sr))
+	}
+	argText := strings.ReplaceAll(ar[0].FirstUser().Text(), claudetest.Git(t, arg.dir, "rev-parse", "--short", "HEAD"), "HEAD")
+	inText := strings.ReplaceAll(sr[0].FirstUser().Text(), claudetest.Git(t, stdin.dir, "rev-parse", "--short", "HEAD"), "HEAD")
+	if argText != inText {
+		t.Errorf("prompts sent: argument %q, stdin %q", argText, inText)
 	}
 	for _, b := range []struct {
 		env *claudetest.Env
@@ -513,10 +575,15 @@ func TestRateLimitRetryAfter(t *testing.T) {
 	if gap := reqs[1].Time.Sub(reqs[0].Time); gap < 900*time.Millisecond {
 		t.Errorf("retry came %v after the 429, want about the 1 s retry-after", gap)
 	}
+	// 2.1.197 waits the retry-after exactly; 2.1.332 adds up to 25% jitter.
+	maxDelay := 1010.0
+	if claudetest.AtLeast(t, b.bin, "2.1.332") {
+		maxDelay = 1250
+	}
 	for _, s := range run.OfType("system") {
 		if s["subtype"] == "api_retry" {
-			if d, _ := s["retry_delay_ms"].(float64); s["error_status"] != 429.0 || d < 990 || d > 1010 {
-				t.Errorf("api_retry: %v, want error_status 429 and retry_delay_ms 1000", s)
+			if d, _ := s["retry_delay_ms"].(float64); s["error_status"] != 429.0 || d < 990 || d > maxDelay {
+				t.Errorf("api_retry: %v, want error_status 429 and retry_delay_ms 1000 to %v", s, maxDelay)
 			}
 		}
 	}
@@ -525,7 +592,10 @@ func TestRateLimitRetryAfter(t *testing.T) {
 	}
 }
 
-func TestBrokenStreamFallsBackToNonStreaming(t *testing.T) {
+// TestBrokenStreamIsRetried cuts the first response's stream short. The CLI
+// sends the same request again: without streaming up to 2.1.197 (its
+// non-streaming fallback), streaming again from 2.1.332 on.
+func TestBrokenStreamIsRetried(t *testing.T) {
 	b := newBed(t, fakeapi.Sequence(
 		fakeapi.Text("this stream is cut off").BreakAfter(4),
 		fakeapi.Text("answer from the fallback").WithUsage(fakeapi.Usage{Input: 10, Output: 5}),
@@ -535,15 +605,24 @@ func TestBrokenStreamFallsBackToNonStreaming(t *testing.T) {
 	if run.ExitCode != 0 || res["is_error"] != false || res["result"] != "answer from the fallback" {
 		t.Errorf("exit %d, result %v", run.ExitCode, res)
 	}
+	retryStreams := claudetest.AtLeast(t, b.bin, "2.1.332")
 	reqs := b.api.Requests()
-	if len(reqs) != 2 || !reqs[0].Stream || reqs[1].Stream {
-		t.Fatalf("requests: %v", reqs)
+	if len(reqs) != 2 || !reqs[0].Stream || reqs[1].Stream != retryStreams {
+		t.Fatalf("%d requests (want 2, the retry streaming: %v): %v", len(reqs), retryStreams, reqs)
 	}
 	if !reflect.DeepEqual(reqs[0].Messages, reqs[1].Messages) {
 		t.Error("the fallback request differs from the broken one")
 	}
-	if got, want := res["total_cost_usd"].(float64), opusCost(fakeapi.Usage{Input: 10, Output: 5}); math.Abs(got-want) > 1e-9 {
-		t.Errorf("total_cost_usd = %v, want %v (the fallback only)", got, want)
+	// 2.1.197 bills the fallback only. 2.1.332 also bills what usage the
+	// cut stream had reported when the break reached it, which depends on
+	// timing: at most the whole of the cut response.
+	got, want := res["total_cost_usd"].(float64), cliCost(t, b.model(), fakeapi.Usage{Input: 10, Output: 5})
+	ceiling := want
+	if retryStreams {
+		ceiling += cliCost(t, b.model(), fakeapi.DefaultUsage)
+	}
+	if got < want-1e-9 || got > ceiling+1e-9 {
+		t.Errorf("total_cost_usd = %v, want %v (the fallback) to %v", got, want, ceiling)
 	}
 	ta := entries(mainTranscript(t, b.env, res["session_id"].(string)), "assistant", "text")
 	if len(ta) != 1 || blocksOf(ta[0], "text")[0]["text"] != "answer from the fallback" {

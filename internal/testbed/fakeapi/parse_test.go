@@ -46,3 +46,29 @@ func FuzzParseRequest(f *testing.F) {
 		r.Turn()
 	})
 }
+
+// TestTaskNotification reads the shapes CLI 2.1.332 sends around a
+// background subagent: the launch's tool_result, then the notification.
+func TestTaskNotification(t *testing.T) {
+	launch, err := parseRequest([]byte(`{"messages":[{"role":"user","content":"Delegate."},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Agent","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"Async agent launched successfully.\nagentId: a1"}]}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := launch.TaskNotification(); ok || launch.IsPrompt() || !AsyncAgentLaunched(launch.ToolResults()[0]) {
+		t.Errorf("launch: %s", launch.String())
+	}
+	note, err := parseRequest([]byte(`{"messages":[{"role":"user","content":"Delegate."},
+		{"role":"user","content":[{"type":"text","text":"<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n<result>the report</result>\n</task-notification>\n</system-reminder>"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, ok := note.TaskNotification(); !ok || res != "the report" || note.IsPrompt() || !strings.Contains(note.String(), "task-notification") {
+		t.Errorf("notification: %q %v, %s", res, ok, note.String())
+	}
+	prompt, _ := parseRequest([]byte(`{"messages":[{"role":"user","content":"Delegate."}]}`))
+	if !prompt.IsPrompt() || AsyncAgentLaunched(Block{Content: "sync report"}) {
+		t.Error("a plain prompt is not a prompt")
+	}
+}

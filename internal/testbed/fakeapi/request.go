@@ -159,11 +159,48 @@ func (r *Request) HasTool(name string) bool {
 // subagents are offered the Agent tool too.
 func (r *Request) IsSubagent() bool { return strings.Contains(r.System, "cc_is_subagent=true") }
 
+// TaskNotification returns the <result> of the background task notification
+// the last user message carries, and whether it carries one.
+//
+// Claude Code 2.1.332 runs the Agent tool in the background by default: the
+// Agent tool_result only says "Async agent launched successfully", and when
+// the subagent ends the CLI sends the main thread a new user message holding
+// "<task-notification>…<status>completed</status>…<result>REPORT</result>…".
+// That message is neither a prompt nor a tool_result; a script that answers
+// every message without a tool_result with its opening move loops.
+func (r *Request) TaskNotification() (result string, ok bool) {
+	text := r.LastUser().Text()
+	_, n, ok := strings.Cut(text, "<task-notification>")
+	if !ok {
+		return "", false
+	}
+	if _, res, found := strings.Cut(n, "<result>"); found {
+		result, _, _ = strings.Cut(res, "</result>")
+	}
+	return result, true
+}
+
+// IsPrompt reports whether the last user message is a prompt: neither tool
+// results nor a background task notification.
+func (r *Request) IsPrompt() bool {
+	_, notified := r.TaskNotification()
+	return !r.HasToolResult() && !notified
+}
+
+// AsyncAgentLaunched reports whether the Agent tool_result b says the
+// CLI started the subagent in the background (2.1.332) rather than holding
+// the subagent's report (2.1.197).
+func AsyncAgentLaunched(b Block) bool {
+	return strings.HasPrefix(b.Content, "Async agent launched")
+}
+
 // String summarises the request for test logs.
 func (r *Request) String() string {
 	kind := "prompt"
 	if r.HasToolResult() {
 		kind = fmt.Sprintf("%d tool_result(s)", len(r.ToolResults()))
+	} else if _, ok := r.TaskNotification(); ok {
+		kind = "task-notification"
 	}
 	return fmt.Sprintf("#%d model=%s stream=%t messages=%d tools=%d last=%s", r.N, r.Model, r.Stream, len(r.Messages), len(r.Tools), kind)
 }

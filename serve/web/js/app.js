@@ -4,6 +4,7 @@ import {token, setToken, clearToken, takeTokenFromURL, setOnUnauthorized} from '
 import {runsPage, runPage, jobPage} from './runs.js';
 import {sessionsPage, sessionPage} from './sessions.js';
 import {historyPage, historySessionPage} from './history.js';
+import {startWatch} from './watch.js';
 
 const routes = [
   [/^#\/runs\/([^/]+)\/jobs\/([^/]+)$/, jobPage],
@@ -86,3 +87,4 @@ window.addEventListener('hashchange', () => {
   main().focus({preventScroll: true});
 });
 route();
+startWatch();

@@ -4,6 +4,7 @@ import {get, post, del, enc, Stream} from './api.js';
 import {unified} from './diff.js';
 import {transcriptView} from './transcript.js';
 import {streamLine} from './streamline.js';
+import {sandboxView} from './sandbox.js';
 
 const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted', 'lost']);
 const jobDone = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
@@ -217,7 +218,12 @@ export function jobPage(el, id, job) {
     buttons[key] = h('button', {type: 'button', role: 'tab', id: 'tab-' + key, 'aria-controls': 'job-panel', on: {click: () => show(key)}}, label);
     list.append(buttons[key]);
   }
-  el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), list, panel);
+  const sandbox = h('section', {class: 'sandbox', id: 'job-sandbox'});
+  el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), sandbox, list, panel);
+  get('/api/runs/' + enc(id)).then((r) => {
+    const res = ((r && r.jobs) || []).find((j) => j.name === job);
+    sandboxView(sandbox, res ? (res.sandbox || null) : undefined);
+  }).catch(() => sandboxView(sandbox, undefined));
   show('stream');
 }
 

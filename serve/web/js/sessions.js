@@ -3,6 +3,7 @@ import {h, clear, badge, money, num, when, field, scroller, errorBox, announce, 
 import {get, post, del, enc, Stream} from './api.js';
 import {connState} from './runs.js';
 import {Conversation} from './conversation.js';
+import {sandboxView} from './sandbox.js';
 
 const modes = ['default', 'acceptEdits', 'plan', 'bypassPermissions'];
 
@@ -86,6 +87,7 @@ export function sessionPage(el, id) {
   const cost = h('span', {id: 'session-cost'}, money(0));
   const turns = h('span', {id: 'session-turns'}, '0');
   const meta = h('span', {class: 'muted'});
+  const sandbox = h('section', {class: 'sandbox', id: 'session-sandbox'});
   const title = h('code', {}, id);
   const log = h('div', {class: 'log', id: 'conversation', role: 'log', 'aria-label': 'Conversation', tabindex: '0'});
   let stream = null;
@@ -112,6 +114,7 @@ export function sessionPage(el, id) {
     if (s.num_turns !== undefined) turns.textContent = num(s.num_turns);
     if (s.name) title.textContent = s.name;
     meta.textContent = [s.model, s.repo, s.branch].filter(Boolean).join(' · ');
+    sandboxView(sandbox, s.sandbox || null);
   };
   const input = h('textarea', {id: 'composer', rows: '2', placeholder: 'Message Claude', 'aria-describedby': 'composer-hint'});
   const submit = () => {
@@ -130,6 +133,7 @@ export function sessionPage(el, id) {
   el.append(h('p', {}, h('a', {href: '#/sessions'}, '← Sessions')),
     h('div', {class: 'title'}, h('h1', {}, 'Session ', title), state),
     h('p', {class: 'stats'}, status, ' · cost ', cost, ' · turns ', turns, ' ', meta),
+    sandbox,
     log,
     h('form', {class: 'composer', on: {submit: (e) => { e.preventDefault(); submit(); }}},
       h('label', {for: 'composer', class: 'visually-hidden'}, 'Message'),
@@ -143,6 +147,7 @@ export function sessionPage(el, id) {
     onEvent: (ev) => {
       if (ev.type === 'session_snapshot') setSession(ev.session);
       if (ev.type === 'status_change') setStatus(ev.status);
+      if (ev.type === 'sandbox_update') sandboxView(sandbox, ev);
       if (ev.type === 'result') {
         if (ev.total_cost_usd !== undefined) cost.textContent = money(ev.total_cost_usd);
         if (ev.num_turns !== undefined) turns.textContent = num(ev.num_turns);

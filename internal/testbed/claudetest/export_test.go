@@ -1,0 +1,4 @@
+package claudetest
+
+// CompareVersions exposes compareVersions to the external tests.
+var CompareVersions = compareVersions

@@ -1,0 +1,243 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// JobSource walks a report's jobs in order, one at a time, calling fn for
+// each; an error of fn stops the walk and is returned. A source lets a
+// report of ten thousand jobs be written, rendered and merged without all
+// of them in memory at once (the runner's come from its run directory).
+type JobSource func(fn func(*Job) error) error
+
+// Streamed returns r with its jobs taken from src instead of r.Jobs
+// (which must be nil). r.Totals must already count them: writers read it
+// before the jobs.
+func Streamed(r Report, src JobSource) *Report {
+	r.Jobs, r.source = nil, src
+	return &r
+}
+
+// EachJob calls fn for every job of r in order: r.Jobs, or the source of
+// a streamed report. fn must not keep the pointer past its call.
+func (r *Report) EachJob(fn func(*Job) error) error {
+	if r.source != nil {
+		return r.source(fn)
+	}
+	for i := range r.Jobs {
+		if err := fn(&r.Jobs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsStreamed reports whether r's jobs come from a source rather than r.Jobs.
+func (r *Report) IsStreamed() bool { return r.source != nil }
+
+// Load returns r with every job in r.Jobs (a streamed report's read into
+// memory): for callers that need them all at once and know there are few.
+func (r *Report) Load() (*Report, error) {
+	if r.source == nil {
+		return r, nil
+	}
+	c := *r
+	c.source, c.Jobs = nil, make([]Job, 0, r.Totals.Jobs)
+	err := r.EachJob(func(j *Job) error {
+		c.Jobs = append(c.Jobs, *j)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// EncodeTo writes r as JSON to w one job at a time: indented as WriteJSON
+// stores it when indent is set (the same bytes Encode returns), else compact.
+func EncodeTo(w io.Writer, r *Report, indent bool) error {
+	head := *r
+	head.Jobs, head.source = []Job{}, nil
+	var data []byte
+	var err error
+	if indent {
+		data, err = json.MarshalIndent(head, "", "  ")
+	} else {
+		data, err = json.Marshal(head)
+	}
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	mark := []byte(`"jobs":[]`)
+	if indent {
+		mark = []byte(`"jobs": []`)
+	}
+	at := bytes.Index(data, mark)
+	if at < 0 {
+		return errors.New("encode report: no jobs member") // cannot happen: Report always has one
+	}
+	cut := at + len(mark) - 1 // before the "]"
+	if _, err := w.Write(data[:cut]); err != nil {
+		return err
+	}
+	n := 0
+	err = r.EachJob(func(j *Job) error {
+		var jd []byte
+		var err error
+		if indent {
+			jd, err = json.MarshalIndent(j, "    ", "  ")
+		} else {
+			jd, err = json.Marshal(j)
+		}
+		if err != nil {
+			return fmt.Errorf("encode job %s: %w", j.Name, err)
+		}
+		sep := ","
+		if n == 0 {
+			sep = ""
+		}
+		if indent {
+			sep += "\n    "
+		}
+		n++
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		_, err = w.Write(jd)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if indent && n > 0 {
+		if _, err := io.WriteString(w, "\n  "); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(data[cut:])
+	return err
+}
+
+// OpenJSON reads the report at path without its jobs, which stay on disk:
+// the returned report is streamed, each walk of its jobs reading the file
+// again. It checks the schema as ReadJSON does. The totals are the
+// file's (Validate checks them); a file changed between two walks is the
+// caller's problem.
+func OpenJSON(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	defer f.Close()
+	var r Report
+	if err := walkJSON(f, &r, func(*Job) error { return nil }); err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		if r.Schema == "" {
+			return nil, fmt.Errorf("read report %s: not a pneuma report: no \"schema\" field", path)
+		}
+		return nil, fmt.Errorf("read report %s: unsupported report schema %q (this pneuma reads %q)", path, r.Schema, Schema)
+	}
+	return StreamFile(r, path), nil
+}
+
+// StreamFile returns r with its jobs read from the report file at path,
+// one at a time, on each walk; r holds everything else (the file's own
+// members other than jobs are not read).
+func StreamFile(r Report, path string) *Report {
+	return Streamed(r, func(fn func(*Job) error) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("read report: %w", err)
+		}
+		defer f.Close()
+		if err := walkJSON(f, nil, fn); err != nil {
+			return fmt.Errorf("read report %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// walkJSON reads a report object from rd: its members other than jobs
+// into head (when not nil), each of its jobs to fn.
+func walkJSON(rd io.Reader, head *Report, fn func(*Job) error) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(rd, 64<<10))
+	if err := expectDelim(dec, '{'); err != nil {
+		return fmt.Errorf("not a pneuma report: %w", err)
+	}
+	members := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("decode report: %w", err)
+		}
+		key, _ := tok.(string)
+		if key != "jobs" {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fmt.Errorf("decode report: %s: %w", key, err)
+			}
+			if head != nil {
+				members[key] = raw
+			}
+			continue
+		}
+		if err := walkJobs(dec, fn); err != nil {
+			return err
+		}
+	}
+	if head == nil {
+		return nil
+	}
+	data, err := json.Marshal(members)
+	if err != nil {
+		return fmt.Errorf("decode report: %w", err)
+	}
+	if err := json.Unmarshal(data, head); err != nil {
+		return fmt.Errorf("decode report: %w", err)
+	}
+	return nil
+}
+
+// walkJobs reads the jobs array at dec's position, one job at a time.
+func walkJobs(dec *json.Decoder, fn func(*Job) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("decode report: jobs: %w", err)
+	}
+	if tok == nil {
+		return nil // "jobs": null
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return errors.New("decode report: jobs is not an array")
+	}
+	for i := 0; dec.More(); i++ {
+		var j Job
+		if err := dec.Decode(&j); err != nil {
+			return fmt.Errorf("decode report: jobs[%d]: %w", i, err)
+		}
+		if err := fn(&j); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // the "]"
+	return err
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, got %v", want, tok)
+	}
+	return nil
+}

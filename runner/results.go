@@ -1,0 +1,104 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// resultStore keeps the report entries of a run's finished jobs on disk,
+// in results.jsonl, one JSON line each, so that a run of ten thousand jobs
+// does not hold them in memory: per job it remembers only where its line
+// is. A job's entry is put once, when it finishes; report.json and the
+// final run.json are written from the store, one job at a time.
+type resultStore struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	size int64
+	at   []span // per job of the plan, in plan order; n == 0: none yet
+}
+
+// span is where a job's line is in the store.
+type span struct {
+	off int64
+	n   int32
+}
+
+// openResults creates an empty store for jobs jobs at path.
+func openResults(path string, jobs int) (*resultStore, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open job results: %w", err)
+	}
+	return &resultStore{path: path, f: f, at: make([]span, jobs)}, nil
+}
+
+// put stores job i's entry (again: the last one counts).
+func (s *resultStore) put(i int, j *report.Job) error {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encode result of job %s: %w", j.Name, err)
+	}
+	data = append(data, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return fmt.Errorf("store result of job %s: store closed", j.Name)
+	}
+	if _, err := s.f.WriteAt(data, s.size); err != nil {
+		return fmt.Errorf("store result of job %s in %s: %w", j.Name, s.path, err)
+	}
+	s.at[i] = span{off: s.size, n: int32(len(data))}
+	s.size += int64(len(data))
+	return nil
+}
+
+// raw reads job i's entry back as JSON, without its newline; nil when it
+// has none.
+func (s *resultStore) raw(i int) ([]byte, error) {
+	s.mu.Lock()
+	sp, f := s.at[i], s.f
+	s.mu.Unlock()
+	if sp.n == 0 {
+		return nil, nil
+	}
+	if f == nil {
+		return nil, fmt.Errorf("read job result: store %s closed", s.path)
+	}
+	buf := make([]byte, sp.n)
+	if _, err := f.ReadAt(buf, sp.off); err != nil {
+		return nil, fmt.Errorf("read job result from %s: %w", s.path, err)
+	}
+	return buf[:len(buf)-1], nil
+}
+
+// get reads job i's entry back; nil when it has none.
+func (s *resultStore) get(i int) (*report.Job, error) {
+	buf, err := s.raw(i)
+	if err != nil || buf == nil {
+		return nil, err
+	}
+	sp := s.at[i]
+	var j report.Job
+	if err := json.Unmarshal(buf, &j); err != nil {
+		return nil, fmt.Errorf("read job result from %s at %d: %w", s.path, sp.off, err)
+	}
+	return &j, nil
+}
+
+// close closes the store and removes its file: what it held is in
+// report.json and run.json now.
+func (s *resultStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return
+	}
+	_ = s.f.Close() // read and written with ReadAt/WriteAt: nothing buffered
+	_ = os.Remove(s.path)
+	s.f = nil
+}

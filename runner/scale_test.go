@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pneuma-cli/pneuma/jobfile"
+	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/worktree"
+)
+
+// scaleJobs is the size of the scale benchmarks (issue 27).
+const scaleJobs = 10000
+
+// bigJobsFile is a jobs file of n jobs.
+func bigJobsFile(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nconcurrency: 30\njobs:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - name: job-%05d\n    prompt: \"job %d: reply ok\"\n", i, i)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkBuildPlan10k plans 10,000 jobs in one repository: the
+// repository and its base are checked once, not once per job.
+func BenchmarkBuildPlan10k(b *testing.B) {
+	dir := scaleRepo(b)
+	path := filepath.Join(dir, "jobs.yaml")
+	if err := os.WriteFile(path, bigJobsFile(scaleJobs), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := jobfile.Read(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := BuildPlan(context.Background(), f, PlanOptions{Binary: "claude", Git: worktree.New()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// scaleRepo is a git repository with one commit.
+func scaleRepo(tb testing.TB) string {
+	dir := tb.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@pneuma.invalid", "commit", "-q", "--allow-empty", "-m", "x"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// killedJournal leaves in dir the journal of a run of n jobs that was
+// killed when every job but the last tenth had finished (one in a hundred
+// failed): run.json from its start and a log of n*9/10 finished states.
+func killedJournal(tb testing.TB, dir string, n int) *Plan {
+	p := &Plan{RunID: "20261127-000000-scal", RunDir: dir, Concurrency: 30}
+	for i := range n {
+		name := fmt.Sprintf("job-%05d", i+1)
+		p.Jobs = append(p.Jobs, &Job{Name: name, Position: i, Prompts: []string{"job: reply ok"}, Repo: "/repo",
+			Branch: "pneuma/" + p.RunID + "/" + name, Dir: "/repo/.pneuma/worktrees/" + p.RunID + "/" + name})
+	}
+	j, err := openJournal(p, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	j.startWriter()
+	for i, job := range p.Jobs[:n*9/10] {
+		res := &report.Job{Name: job.Name, Position: i, Status: report.StatusSucceeded, SessionID: "0e9c5f7e-2b7a-4d43-9d0c-6f3c1d1b2a10",
+			CostUSD: 0.001, NumTurns: 1, DurationMS: 900, Repo: job.Repo, Branch: job.Branch, Worktree: job.Dir, Result: "ok",
+			Stream: dir + "/jobs/" + job.Name + "/stream.jsonl", PermissionDenials: []report.PermissionDenial{}}
+		if i%100 == 99 {
+			res.Status, res.Reason, res.Error = report.StatusFailed, report.ReasonExecution, "error_during_execution"
+		}
+		j.update(job.Name, func(s *JobState) { s.State, s.Result = StateFinished, res })
+		if err := j.sync(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	j.stopWriter() // killed: no final save
+	return p
+}
+
+// BenchmarkResumeReplay10k is what --resume of a killed run of 10,000 jobs
+// does before its first job can start: read run.json, replay the log of
+// 9,000 finished jobs, write the new run.json and move the finished
+// results to the store (issue 27: within a second).
+func BenchmarkResumeReplay10k(b *testing.B) {
+	dir := b.TempDir()
+	killedJournal(b, dir, scaleJobs)
+	for b.Loop() {
+		prior, err := ReadJournal(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j, err := openJournal(prior.Plan, prior)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.storeResults(RunDir(dir).Results()); err != nil {
+			b.Fatal(err)
+		}
+		j.closeResults()
+		// the next iteration replays the same log again
+		b.StopTimer()
+		killedJournal(b, dir, scaleJobs)
+		b.StartTimer()
+	}
+}
+
+// TestResumeKeepsStoredResults: the results of a resumed run's finished
+// jobs move to the store and come back, whole and in plan order, in the
+// final run.json, and a second replay reads the same.
+func TestResumeKeepsStoredResults(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	killedJournal(t, dir, n)
+	prior, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(prior.Plan, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried, err := j.storeResults(RunDir(dir).Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if carried.Jobs != n*9/10 || carried.Failed != n*9/10/100 {
+		t.Errorf("carried totals %+v, want %d jobs, %d failed", carried, n*9/10, n*9/10/100)
+	}
+	for _, s := range j.Jobs {
+		if s.Result != nil {
+			t.Fatalf("job %s keeps its result in memory", s.Name)
+		}
+	}
+	var names []string
+	if err := j.eachResult(func(r *report.Job) error { names = append(names, r.Name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != n*9/10 || names[0] != "job-00001" || names[len(names)-1] != fmt.Sprintf("job-%05d", n*9/10) {
+		t.Errorf("eachResult gave %d results, %v ... ", len(names), names[:min(3, len(names))])
+	}
+	if err := j.save(); err != nil {
+		t.Fatal(err)
+	}
+	j.closeResults()
+	if _, err := os.Stat(RunDir(dir).Results()); !os.IsNotExist(err) {
+		t.Errorf("results.jsonl is still there after close: %v", err)
+	}
+	again, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for i, s := range again.Jobs {
+		if s.Done() {
+			done++
+			if s.Result == nil || s.Result.Name != s.Name || s.Result.Position != i {
+				t.Fatalf("run.json state %d: result %+v", i, s.Result)
+			}
+		}
+	}
+	if len(again.Plan.Jobs) != n || again.Plan.Jobs[n-1].Name != fmt.Sprintf("job-%05d", n) {
+		t.Errorf("run.json's plan has %d jobs", len(again.Plan.Jobs))
+	}
+	if done != n*9/10 {
+		t.Errorf("run.json has %d finished jobs, want %d", done, n*9/10)
+	}
+}
+
+// TestUnsucceededReadsWhatRerunNeeds: --rerun-failed's slim reading of a
+// killed run's journal (run.json and its log) names the jobs that failed
+// and those that never finished, in plan order: what the whole journal says.
+func TestUnsucceededReadsWhatRerunNeeds(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	killedJournal(t, dir, n)
+	got, err := unsucceeded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range j.Jobs {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			want = append(want, s.Name)
+		}
+	}
+	if len(want) != 2+n/10 {
+		t.Fatalf("the fixture has %d unsucceeded jobs, want %d", len(want), 2+n/10)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("unsucceeded = %v\nwant %v", got, want)
+	}
+	if _, err := unsucceeded(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no run journal") {
+		t.Errorf("a directory without run.json: %v", err)
+	}
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Benchmarks `pneuma run` at scale (issue 27): for each size in SCALE_SIZES,
+# SIZE jobs at SCALE_CONCURRENCY on a repository of SCALE_FILES files with the
+# stand-in CLI of scripts/bench-starts.sh (one stream-json line in, an init
+# and a result line out), and prints, per size: peak RSS (VmHWM), pneuma's own
+# CPU per job (utime + stime of its process, children excluded, from /proc)
+# and the wall time. Then, for the largest size, the time `--resume` and
+# `--rerun-failed` of that run take to start their first job (the journal
+# replay) and `report merge` of the run's report split in ten shards.
+# It checks the targets: peak RSS <= 64 MB at every size, own CPU <= 3 ms
+# per job, first job of a resume within 1 s.
+#
+# Environment: SCALE_SIZES ("1000 3000 10000"), SCALE_CONCURRENCY (30),
+# SCALE_FILES (200), SCALE_PNEUMA (a pneuma binary to measure instead of
+# building this tree's), SCALE_HEAP=DIR writes a heap profile per size there
+# (--memprofile), SCALE_KEEP=1 keeps the scratch directory. The scratch
+# directory is under TMPDIR (default /tmp; /dev/shm keeps the disk out of it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sizes="${SCALE_SIZES:-1000 3000 10000}"
+par="${SCALE_CONCURRENCY:-30}"
+nfiles="${SCALE_FILES:-200}"
+heap="${SCALE_HEAP:-}"
+for n in $sizes $par $nfiles; do
+  [[ "$n" =~ ^[0-9]+$ ]] || { echo "bench-scale: SCALE_SIZES, SCALE_CONCURRENCY and SCALE_FILES must be numbers" >&2; exit 2; }
+done
+[[ -z "$heap" || "$heap" == /* ]] || heap="$PWD/$heap"
+[[ -z "$heap" ]] || mkdir -p "$heap"
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-scale.XXXXXX")"
+cleanup() { if [[ "${SCALE_KEEP:-}" == 1 ]]; then echo "bench-scale: kept $tmp"; else rm -rf "$tmp"; fi; }
+trap cleanup EXIT
+now_us() { echo "${EPOCHREALTIME/./}"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+echo "== build"
+pneuma="${SCALE_PNEUMA:-$PWD/bin/pneuma}"
+[[ -n "${SCALE_PNEUMA:-}" ]] || go build -o "$pneuma" .
+mkdir -p "$tmp/standin"
+# The stand-in fails the jobs whose prompt says "fail" (--rerun-failed has
+# something to do).
+cat >"$tmp/standin/main.go" <<'GO'
+// Command claude stands in for the Claude Code CLI: it answers --version,
+// reads one line of stdin (the stream-json user message) and prints an
+// init and a result line (an error result when the prompt says "fail").
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "--version" {
+		fmt.Println("2.1.197 (Claude Code)")
+		return
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	sid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	wd, _ := os.Getwd()
+	fmt.Printf(`{"type":"system","subtype":"init","cwd":%q,"session_id":%q,"model":"claude-standin","permissionMode":"default","tools":[],"mcp_servers":[]}`+"\n", wd, sid)
+	if strings.Contains(line, "fail") {
+		fmt.Printf(`{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"session_id":%q,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":2}}`+"\n", sid)
+		return
+	}
+	fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"ok","session_id":%q,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":2}}`+"\n", sid)
+}
+GO
+(cd "$tmp/standin" && go mod init standin >/dev/null 2>&1 && go build -o "$tmp/claude" .)
+
+mkrepo() {
+  local repo="$1" i d
+  git init -q -b main "$repo"
+  git -C "$repo" config user.name bench
+  git -C "$repo" config user.email bench@pneuma.invalid
+  for i in $(seq 1 "$nfiles"); do
+    d="$repo/dir$((i % 10))"
+    mkdir -p "$d"
+    echo "file $i" >"$d/f$i.txt"
+  done
+  git -C "$repo" add -A
+  git -C "$repo" commit -q -m files
+  echo "/jobs.yaml" >>"$repo/.git/info/exclude"
+}
+
+# jobsfile N: N jobs; one in a hundred fails.
+jobsfile() {
+  echo "version: 1"
+  echo "concurrency: $par"
+  echo "jobs:"
+  awk -v n="$1" 'BEGIN { for (i = 1; i <= n; i++) printf "  - name: job-%05d\n    prompt: \"job %d: reply %s\"\n", i, i, (i % 100 == 0 ? "fail" : "ok") }'
+}
+
+mkfifo "$tmp/tick"
+exec {tick}<>"$tmp/tick"
+hz=$(getconf CLK_TCK)
+
+# measure NAME DIR ARGS...: runs pneuma in DIR, sampling /proc until it
+# exits; sets ms, hwm (KB), cpu_ms, exit_code, and first_ms (the time to its
+# first job_started event, or -1).
+measure() {
+  local name="$1" dir="$2"
+  shift 2
+  local t0 t1 pid stat f
+  mkdir -p "$tmp/home"
+  : >"$tmp/events-$name.jsonl"
+  t0=$(now_us)
+  (cd "$dir" && HOME="$tmp/home" exec "$pneuma" "$@" >"$tmp/events-$name.jsonl" 2>"$tmp/stderr-$name.log") &
+  pid=$!
+  hwm=0 utime=0 stime=0 first_ms=-1
+  while kill -0 "$pid" 2>/dev/null; do
+    while read -r key value _; do [[ "$key" == VmHWM: ]] && hwm="$value"; done 2>/dev/null <"/proc/$pid/status" || true
+    if read -r stat 2>/dev/null <"/proc/$pid/stat"; then
+      read -r -a f <<<"${stat##*) }"
+      [[ "${f[0]}" == Z ]] && break # exited; kill -0 succeeds on a zombie
+      utime=${f[11]} stime=${f[12]}
+    fi
+    if (( first_ms < 0 )) && grep -q '"type":"job_started"' "$tmp/events-$name.jsonl" 2>/dev/null; then
+      first_ms=$(( ($(now_us) - t0) / 1000 ))
+    fi
+    read -r -t 0.02 -u "$tick" _ || true # sleep without forking
+  done
+  exit_code=0
+  wait "$pid" || exit_code=$?
+  t1=$(now_us)
+  ms=$(( (t1 - t0) / 1000 ))
+  cpu_ms=$(( (utime + stime) * 1000 / hz ))
+}
+
+status=0
+printf '%-8s %10s %14s %10s %6s   %s\n' jobs "peak RSS" "CPU per job" wall exit load >"$tmp/table"
+for n in $sizes; do
+  repo="$tmp/repo-$n"
+  mkrepo "$repo"
+  jobsfile "$n" >"$repo/jobs.yaml"
+  args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
+  [[ -z "$heap" ]] || args+=(--memprofile "$heap/heap-$n.pprof")
+  echo "== $n jobs: pneuma ${args[*]} jobs.yaml   load $(load)"
+  measure "$n" "$repo" "${args[@]}" jobs.yaml
+  per_job=$(awk -v c="$cpu_ms" -v n="$n" 'BEGIN { printf "%.2f", c / n }')
+  succeeded=$(grep -c '"type":"job_finished".*"status":"succeeded"' "$tmp/events-$n.jsonl" || true)
+  echo "wall $ms ms, exit $exit_code, $succeeded/$n succeeded, own CPU $cpu_ms ms ($per_job ms per job), peak RSS $(( hwm / 1024 )) MB"
+  printf '%-8s %7d MB %11s ms %7.1f s %6s   %s\n' "$n" $(( hwm / 1024 )) "$per_job" "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')" "$exit_code" "$(load)" >>"$tmp/table"
+  # one job in a hundred fails on purpose: exit 1 is the expected outcome
+  [[ "$exit_code" == 1 ]] || { echo "UNEXPECTED exit $exit_code"; tail -5 "$tmp/stderr-$n.log" >&2; status=1; }
+  (( hwm <= 64 * 1024 )) || { echo "MISSED peak RSS <= 64 MB at $n jobs"; status=1; }
+  awk -v p="$per_job" 'BEGIN { exit !(p <= 3) }' || { echo "MISSED own CPU <= 3 ms per job at $n jobs"; status=1; }
+  last="$n"
+done
+
+# The largest run again: --rerun-failed (its one in a hundred), then a
+# resume of that (nothing left to do: the replay and the report only).
+repo="$tmp/repo-$last"
+run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last.jsonl" | head -1)
+echo "== --rerun-failed $run_id ($last jobs)   load $(load)"
+measure rerun "$repo" run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never --rerun-failed "$run_id" jobs.yaml
+echo "first job after $first_ms ms, wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
+(( first_ms >= 0 && first_ms <= 1000 )) || { echo "MISSED --rerun-failed first job within 1 s"; status=1; }
+printf 'rerun-failed of %s: first job %d ms, wall %d ms, peak RSS %d MB\n' "$last" "$first_ms" "$ms" $(( hwm / 1024 )) >>"$tmp/table"
+
+echo "== report merge of the $last-job report in ten shards   load $(load)"
+if command -v jq >/dev/null; then
+  rep="$repo/.pneuma/runs/$run_id/report.json"
+  for s in $(seq 1 10); do
+    jq --argjson s "$s" '.shard = {index: $s, total: 10} | .run_id = (.run_id + "-" + ($s|tostring)) | .jobs = [.jobs[] | select(.position % 10 == $s - 1)]' "$rep" >"$tmp/shard-$s.json"
+  done
+  measure merge "$tmp" report merge -o "$tmp/merged.json" $(for s in $(seq 1 10); do echo "$tmp/shard-$s.json"; done)
+  echo "wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
+  printf 'report merge of 10 shards: wall %d ms, peak RSS %d MB\n' "$ms" $(( hwm / 1024 )) >>"$tmp/table"
+  [[ "$exit_code" == 0 ]] || { tail -5 "$tmp/stderr-merge.log" >&2; status=1; }
+else
+  echo "(jq not found: make bench-deps)"
+fi
+
+echo
+cat "$tmp/table"
+exit "$status"
