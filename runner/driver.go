@@ -220,7 +220,7 @@ func (d *driver) handle(ev claude.Event) action {
 		if overloadRetry(ev.Retry) {
 			d.r.gate.overloaded()
 		}
-		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt,
+		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt, MaxRetries: ev.Retry.MaxRetries,
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)

@@ -26,8 +26,8 @@ const (
 )
 
 // Fine event types: the inside of a job, sent only to Options.Observer
-// (telemetry), never to Reporter, so that --json and the server's event
-// logs keep their shape.
+// (telemetry, and `pneuma run`'s events.jsonl and live view), never to
+// Reporter, so that --json and the server's event logs keep their shape.
 const (
 	// EventAttemptStarted: an attempt's CLI starts (WaitMS: its wait for a
 	// start slot). EventAttemptFinished ends it (Status, Reason, Error,
@@ -42,6 +42,11 @@ const (
 	// EventToolCall: a tool call ended (or never got a result); Tool says
 	// which, how it was decided and how it went.
 	EventToolCall = "tool_call"
+	// EventToolStarted: the CLI asked for a tool call (Tool: its name, input
+	// summary and Started; Decision so far). EventToolCall ends it.
+	EventToolStarted = "tool_started"
+	// EventWriting: the main thread wrote text to the user.
+	EventWriting = "writing"
 	// EventStopping: pneuma began the stop ladder of a job's CLI (Reason).
 	EventStopping = "stopping"
 )
@@ -71,7 +76,9 @@ type Event struct {
 	Jobs    int    `json:"jobs,omitempty"`
 	Job     string `json:"job,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// MaxRetries is the CLI's limit of its own retries (api_retry).
+	MaxRetries int    `json:"max_retries,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	// DelayMS is the wait before the next attempt (job_retry) or the CLI's
 	// own retry delay (api_retry).
 	DelayMS int64 `json:"delay_ms,omitempty"`

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 )
 
 // entry is one session of the registry: the runner session while it is

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 )
 
 // runRequest is POST /api/runs.

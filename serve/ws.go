@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 )
 
 // WebSocket close codes of the API.
