@@ -81,7 +81,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		}
 		return a
 	}
-	defer r.gate.release()
+	defer r.releaseStart()
 	a.waited = time.Since(waitStart)
 	r.observeStart(job.Name, a.waited)
 	cliStart := time.Now()

@@ -168,6 +168,9 @@ type Options struct {
 	// rises again by one (default 30s).
 	StormWindow  time.Duration
 	RecoverAfter time.Duration
+	// Gate, when set, is shared with the other runs and the sessions of a
+	// server: a 429/529 storm any of them meets slows them all.
+	Gate *SharedGate
 }
 
 func (o *Options) defaults() {
@@ -259,6 +262,10 @@ type run struct {
 	warnings []report.Warning
 	// gate admits CLI starts (concurrency, usage-limit holds, reserve).
 	gate *gate
+	// shared, when set (Options.Gate), is the gate of the server the run
+	// belongs to: each CLI start takes a slot of it as well, and a storm
+	// counts on it as well.
+	shared *gate
 	// rateLimit is the latest rate-limit state any job reported.
 	rateLimit *claude.RateLimitInfo
 	// heldWhy says why the gate stopped new jobs for good ("" while it
@@ -329,6 +336,9 @@ func newRun(p *Plan, o Options, j *Journal) *run {
 	r.gate = newGate(p.Concurrency, o.StormWindow, o.RecoverAfter, func(limit int, reason string) {
 		r.event(Event{Type: EventConcurrency, Concurrency: limit, Reason: reason})
 	})
+	if o.Gate != nil {
+		r.shared = o.Gate.g
+	}
 	return r
 }
 
@@ -552,11 +562,33 @@ func (r *run) reserveStart(ctx context.Context) error {
 	if err := r.gate.acquire(ctx, false); err != nil {
 		return err
 	}
+	if r.shared != nil {
+		if err := r.shared.acquire(ctx, false); err != nil {
+			r.gate.release()
+			return err
+		}
+	}
 	if !r.stagger(ctx) {
-		r.gate.release()
+		r.releaseStart()
 		return ctx.Err()
 	}
 	return nil
+}
+
+// releaseStart frees what reserveStart took.
+func (r *run) releaseStart() {
+	if r.shared != nil {
+		r.shared.release()
+	}
+	r.gate.release()
+}
+
+// overloaded counts one 429/529 answer on the run's gate and the shared one.
+func (r *run) overloaded() {
+	r.gate.overloaded()
+	if r.shared != nil {
+		r.shared.overloaded()
+	}
 }
 
 // stagger spaces the starts of a wave by the plan's stagger and returns

@@ -73,6 +73,10 @@ type Config struct {
 	Counters Counters
 	// SessionEvents, when set, sees every session's events (telemetry).
 	SessionEvents func(id string, ev SessionEvent)
+
+	// gate is shared by the server's sessions and runs (New makes it):
+	// at most MaxJobs CLIs at once, fewer after a 429/529 storm.
+	gate *runner.SharedGate
 }
 
 func (c *Config) defaults() {
@@ -127,6 +131,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, lock: lock}
+	s.cfg.gate = runner.NewSharedGate(cfg.MaxJobs, func(limit int, reason string) {
+		s.cfg.Logf("CLIs of sessions and runs at once: %d (%s)", limit, reason)
+	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.sessions, err = loadRegistry(&s.cfg); err != nil {
 		return nil, errors.Join(err, lock.release())
