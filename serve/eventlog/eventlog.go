@@ -386,6 +386,13 @@ func (l *Log) Wait(ctx context.Context, after int64, maxBytes int64) ([]Event, e
 	}
 }
 
+// Followers is how many subscriptions follow the log's live events.
+func (l *Log) Followers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.subs)
+}
+
 // Waiting is how many Wait calls are blocked until the next event (long
 // polls in progress).
 func (l *Log) Waiting() int {
