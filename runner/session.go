@@ -216,8 +216,13 @@ func (s *Session) emit(typ string, data any) {
 		b, _ = json.Marshal(map[string]string{"message": err.Error()}) // a map of strings always encodes
 		typ = "error"
 	}
+	s.emitJSON(typ, b)
+}
+
+// emitJSON passes on an event whose data is encoded already.
+func (s *Session) emitJSON(typ string, data []byte) {
 	if s.o.OnEvent != nil {
-		s.o.OnEvent(SessionEvent{Type: typ, Data: b})
+		s.o.OnEvent(SessionEvent{Type: typ, Data: data})
 	}
 }
 
