@@ -13,6 +13,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -86,7 +87,7 @@ func TestStormInASessionSlowsARun(t *testing.T) {
 	if err := os.WriteFile(path, []byte("version: 1\nconcurrency: 4\njobs:\n"+jobs.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := runner.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
