@@ -2,7 +2,6 @@ package claude
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,9 +72,10 @@ type Config struct {
 	// zero ControlResponse: can_use_tool is denied, anything else gets an
 	// error reply.
 	OnControl func(ctx context.Context, req *ControlRequest) ControlResponse
-	// Raw keeps a copy of each decoded line in Event.Raw, for callers that
-	// pass lines on (a server session's clients); jobs need no copy.
-	Raw bool
+	// Parts keeps the parts of assistant, user and stream_event lines that
+	// are passed on as written in Event.Parts (DecodeParts), for callers
+	// that pass lines on (a server session's clients); jobs need none.
+	Parts bool
 }
 
 // ExitStatus is how a process ended and what its stdout held.
@@ -101,7 +101,7 @@ type Process struct {
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
-	raw       bool
+	parts     bool
 
 	stdin       *os.File
 	writeSem    chan struct{} // one slot: one stdin line at a time
@@ -169,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		onControl:  cfg.OnControl,
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
-		raw:        cfg.Raw,
+		parts:      cfg.Parts,
 		stdin:      pp.stdin,
 		writeSem:   make(chan struct{}, 1),
 		stdout:     pp.stdout,
@@ -652,10 +652,7 @@ func (p *Process) emit(line []byte, size int, oversized, torn bool) {
 		ev = Event{Type: TypeInvalid, Size: size,
 			Err: fmt.Errorf("incomplete last line (%d bytes, no newline at end of output)", size)}
 	default:
-		ev = Decode(line)
-		if p.raw {
-			ev.Raw = bytes.Clone(line)
-		}
+		ev = decode(line, p.parts)
 	}
 	p.status.Lines++
 	if ev.Type == TypeInvalid {

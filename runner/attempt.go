@@ -80,7 +80,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		}
 		return a
 	}
-	defer r.gate.release()
+	defer r.releaseStart()
 	a.waited = time.Since(waitStart)
 	r.observeStart(job.Name, a.waited)
 	cliStart := time.Now()
@@ -90,7 +90,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		policy: job.Policy, audit: rec.audit, stream: rec.stream, stderr: rec.stderr, stopGrace: r.opts.StopGrace,
 	}
 	if r.client != nil {
-		spec.ask, spec.raw = r.client.asker(), true // clients get the CLI's lines as written
+		spec.ask, spec.parts = r.client.asker(), true // clients get the CLI's lines as written
 	}
 	p, err := startCLI(ctx, spec)
 	if err != nil {

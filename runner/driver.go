@@ -218,7 +218,7 @@ func (d *driver) handle(ev claude.Event) action {
 		return actMCPFailed
 	case ev.Retry != nil:
 		if overloadRetry(ev.Retry) {
-			d.r.gate.overloaded()
+			d.r.overloaded()
 		}
 		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt, MaxRetries: ev.Retry.MaxRetries,
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})

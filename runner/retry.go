@@ -45,7 +45,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		}
 		r.observeAttempt(job.Name, number, &last)
 		if overloadAnswer(last) {
-			r.gate.overloaded()
+			r.overloaded()
 		}
 		if last.reason == report.ReasonResumeFailed {
 			r.account(job, res, number, "", last)

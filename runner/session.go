@@ -101,9 +101,10 @@ type SessionOptions struct {
 	Restore *SessionState
 	// IsRoot says pneuma runs as root (bypassPermissions needs IS_SANDBOX then).
 	IsRoot bool
-	// Gate, when set, is shared with the server's other sessions (a usage
-	// limit holds them all); nil gives the session a gate of its own.
-	Gate *SessionGate
+	// Gate, when set, is shared with the server's other sessions and runs
+	// (a 429/529 storm slows them all, a usage limit holds every session);
+	// nil gives the session a gate of its own.
+	Gate *SharedGate
 	// Limits say how a usage limit holds the session (default: wait for
 	// the reset up to limits.max_wait's default, then continue).
 	Limits      *Limits
@@ -220,8 +221,13 @@ func (s *Session) emit(typ string, data any) {
 		b, _ = json.Marshal(map[string]string{"message": err.Error()}) // a map of strings always encodes
 		typ = "error"
 	}
+	s.emitJSON(typ, b)
+}
+
+// emitJSON passes on an event whose data is encoded already.
+func (s *Session) emitJSON(typ string, data []byte) {
 	if s.o.OnEvent != nil {
-		s.o.OnEvent(SessionEvent{Type: typ, Data: b})
+		s.o.OnEvent(SessionEvent{Type: typ, Data: data})
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 	r := newRun(p, opts, j)
 	r.client = s
 	if o.Gate != nil {
-		r.gate = o.Gate.g
+		r.gate = o.Gate.g // the session's starts, storms and holds are the server's
 	}
 	if o.Restore == nil {
 		r.loadSpare(job) // a restored session has its own worktree

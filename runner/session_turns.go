@@ -264,22 +264,40 @@ func (s *Session) onEvent(ev claude.Event) bool {
 	return isResult
 }
 
-// lineFields are the parts of an assistant, user or stream_event line that
-// clients get.
-type lineFields struct {
-	Message         json.RawMessage `json:"message,omitempty"`
-	Event           json.RawMessage `json:"event,omitempty"`
-	ParentToolUseID *string         `json:"parent_tool_use_id"`
-	UUID            string          `json:"uuid,omitempty"`
+// emitLine passes a CLI line on to clients: its parts as written
+// (claude.Parts, kept when the line was decoded: it is not decoded again),
+// {"message"|"event":...,"parent_tool_use_id":...,"uuid":...}.
+func (s *Session) emitLine(ev claude.Event) {
+	p := ev.Parts
+	if p == nil {
+		return
+	}
+	b := make([]byte, 0, len(p.Message)+len(p.Event)+len(p.UUID)+len(ev.ParentToolUseID)+64)
+	b = append(b, '{')
+	if len(p.Message) > 0 {
+		b = append(append(b, `"message":`...), p.Message...)
+		b = append(b, ',')
+	}
+	if len(p.Event) > 0 {
+		b = append(append(b, `"event":`...), p.Event...)
+		b = append(b, ',')
+	}
+	b = append(b, `"parent_tool_use_id":`...)
+	if ev.ParentToolUseID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, ev.ParentToolUseID)
+	}
+	if p.UUID != "" {
+		b = appendJSONString(append(b, `,"uuid":`...), p.UUID)
+	}
+	s.emitJSON(ev.Type, append(b, '}'))
 }
 
-// emitLine passes a CLI line on to clients.
-func (s *Session) emitLine(ev claude.Event) {
-	var f lineFields
-	if err := json.Unmarshal(ev.Raw, &f); err != nil {
-		return // a line that decoded once decodes again; nothing to pass on otherwise
-	}
-	s.emit(ev.Type, f)
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }
 
 // onResult ends a turn; the caller holds mu.

@@ -211,6 +211,7 @@ func (e *entry) open(ctx context.Context, spec *SessionSpec, restore *SessionSta
 		Environ: e.cfg.Environ,
 		OnEvent: e.onEvent,
 		Restore: restore,
+		Gate:    e.cfg.gate,
 	})
 	if err != nil {
 		return nil, err

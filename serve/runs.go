@@ -302,6 +302,7 @@ func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 		Kill:     s.cfg.Kill,
 		Environ:  s.cfg.Environ,
 		Pool:     -1,
+		Gate:     s.cfg.gate,
 	}
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)
