@@ -271,8 +271,12 @@ func TestRestart(t *testing.T) {
 	id := b.createSession()
 	var r map[string]any
 	b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"one","client_msg_id":"c1","wait":true}`, &r)
+	// The wait ends at the result; turn_end and the status change follow it.
 	var before sessionObject
-	b.do("GET", "/api/sessions/"+id, "", &before)
+	poll.Eventually(t, 10*time.Second, func() bool {
+		b.do("GET", "/api/sessions/"+id, "", &before)
+		return before.Status == StatusIdle
+	}, "the session never went idle after its turn")
 	b.stop()
 
 	b2 := startBed(t, b.cfg)
