@@ -10,8 +10,9 @@ import (
 	"github.com/pneuma-cli/pneuma/usage"
 )
 
-// Event types pneuma gives a meaning to. Any other type the CLI writes is
-// passed through with its Type set and no typed payload.
+// Event types pneuma gives a meaning to (kinds.go names the others). Any
+// other type the CLI writes is passed through with its Type set and no
+// typed payload.
 const (
 	TypeSystem          = "system"
 	TypeAssistant       = "assistant"
@@ -61,7 +62,15 @@ type Event struct {
 	// RateLimit is the account's unified rate-limit state (rate_limit_event).
 	RateLimit *RateLimitInfo
 	Control   *ControlRequest // control_request (CLI -> client)
-	Reply     *ControlReply   // control_response (CLI -> client)
+	// The system lines pneuma acts on beyond init and api_retry (kinds.go).
+	Compact    *CompactBoundary // system/compact_boundary
+	Fallback   *ModelFallback   // system/model_refusal_fallback
+	WritesLost *WritesLost      // system/session_writes_lost
+	Denied     *Denied          // system/permission_denied
+	Task       *Task            // system/task_started, task_updated, task_progress, task_notification
+	Background *BackgroundTasks // system/background_tasks_changed
+	Hook       *Hook            // system/hook_started, hook_progress, hook_response
+	Reply      *ControlReply    // control_response (CLI -> client)
 	// CancelRequestID is the request_id named by a control_cancel_request.
 	CancelRequestID string
 	// Raw is the line itself, when Config.Raw asked for it.
@@ -305,6 +314,8 @@ func Decode(line []byte) Event {
 	case h.Type == TypeSystem && h.Subtype == SubtypeAPIRetry:
 		ev.Retry = new(APIRetry)
 		err = json.Unmarshal(trimmed, ev.Retry)
+	case h.Type == TypeSystem:
+		err = decodeSystem(&ev, trimmed)
 	case h.Type == TypeAssistant || h.Type == TypeUser:
 		if h.Message != nil {
 			ev.Message, err = h.Message.message()
