@@ -35,6 +35,7 @@ type attempt struct {
 	rateLimit  *claude.RateLimitInfo
 	mcp        []claude.MCPServer
 	permMode   string // the permission mode the CLI reported
+	notices    notices
 	// unstarted: the run stopped, or a usage limit closed it, while the
 	// attempt waited for a start slot; no CLI ran.
 	unstarted bool
@@ -134,7 +135,7 @@ func (r *run) capBudget(opts *claude.Options) bool {
 func (a *attempt) settle(d *driver, stopped string, waitErr error, stderr *tailFile) {
 	a.sessionID, a.turns, a.result, a.rounds = d.sessionID, d.turns, d.last, d.rounds
 	a.model = firstNonEmpty(d.served, d.model, a.model)
-	a.rateLimit, a.mcp, a.permMode = d.rateLimit, d.mcp, d.permMode
+	a.rateLimit, a.mcp, a.permMode, a.notices = d.rateLimit, d.mcp, d.permMode, d.notices
 	a.verdict = classify(d.outcome(a.exit, stopped))
 	for _, pd := range denials(d.last) {
 		d.audit.denial(pd.ToolUseID)

@@ -213,6 +213,10 @@ func (d *driver) handle(ev claude.Event) action {
 		}
 		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt,
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
+	case ev.Denied != nil:
+		d.audit.denial(ev.Denied.ToolUseID) // counted with the tool denials
+	case d.notable:
+		d.r.event(noticeEvent(d.job.Name, ev))
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)
 	case isResult:
