@@ -53,6 +53,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	opts, prompts := job.Options, job.Prompts
 	if resume != "" {
 		opts.Resume, prompts = resume, []string{ContinuePrompt}
+		opts.ForkSession = job.ForkFrom != "" && resume == job.ForkFrom
 	}
 	if r.client != nil && (!cont || resume == "") {
 		msgs, ok := r.client.wait(ctx)

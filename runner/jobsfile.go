@@ -9,8 +9,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +81,18 @@ type JobSpec struct {
 	Push               *bool             `yaml:"push"`
 	Remote             string            `yaml:"remote"`
 	Sandbox            *sandbox.Spec     `yaml:"sandbox"`
+	// Agents are subagent definitions passed as --agents, by name; Agent
+	// names the agent the job runs as (--agent).
+	Agents map[string]AgentSpec `yaml:"agents"`
+	Agent  string               `yaml:"agent"`
+	// Effort is the CLI's effort level (--effort).
+	Effort string `yaml:"effort"`
+	// PluginDirs load plugins for the job's CLI only (--plugin-dir).
+	PluginDirs []string `yaml:"plugin_dirs"`
+	// IncludeHookEvents has the CLI write its hooks' lifecycle to the
+	// stream (--include-hook-events): counted in the report (hook_runs),
+	// shown in the console.
+	IncludeHookEvents bool `yaml:"include_hook_events"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -141,6 +156,30 @@ func (e *DecodeError) Error() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// AgentSpec is one subagent definition of agents, in the CLI's own
+// spelling of --agents (camelCase keys), so that a definition from Claude
+// Code's documentation is written here unchanged.
+type AgentSpec struct {
+	Description     string   `yaml:"description" json:"description"`
+	Prompt          string   `yaml:"prompt" json:"prompt"`
+	Tools           []string `yaml:"tools" json:"tools,omitempty"`
+	DisallowedTools []string `yaml:"disallowedTools" json:"disallowedTools,omitempty"`
+	Model           string   `yaml:"model" json:"model,omitempty"`
+	Skills          []string `yaml:"skills" json:"skills,omitempty"`
+	MaxTurns        int      `yaml:"maxTurns" json:"maxTurns,omitempty"`
+	Background      bool     `yaml:"background" json:"background,omitempty"`
+	Effort          string   `yaml:"effort" json:"effort,omitempty"`
+	PermissionMode  string   `yaml:"permissionMode" json:"permissionMode,omitempty"`
+	InitialPrompt   string   `yaml:"initialPrompt" json:"initialPrompt,omitempty"`
+	Memory          string   `yaml:"memory" json:"memory,omitempty"`
+}
+
+// effortLevels are the values the CLI accepts for --effort.
+var effortLevels = []string{"low", "medium", "high", "xhigh", "max"}
+
+// agentMemories are the values of an agent's memory.
+var agentMemories = []string{"user", "project", "local"}
 
 // permissionModes are the values the CLI accepts for --permission-mode.
 var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}
@@ -306,6 +345,14 @@ func (d *decoder) scalar(v *yaml.Node, dst any) bool {
 func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t.Kind() == reflect.Map && n.Kind == yaml.MappingNode {
+		// A map of structs (agents): each value is checked as its struct.
+		ok := true
+		for i := 1; i < len(n.Content); i += 2 {
+			ok = d.known(n.Content[i], t.Elem()) && ok
+		}
+		return ok
 	}
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode || t == reflect.TypeFor[Duration]() {
 		return true
@@ -475,7 +522,43 @@ func (d *decoder) validateJob(j *JobSpec) {
 		}
 	}
 	d.validatePublish(j)
+	d.validateAgents(j)
 }
+
+// validateAgents checks agents, agent, effort and plugin_dirs.
+func (d *decoder) validateAgents(j *JobSpec) {
+	if j.set["effort"] && !contains(effortLevels, j.Effort) {
+		d.errorAt(j.pos["effort"], "effort %q is not one of %s", j.Effort, strings.Join(effortLevels, ", "))
+	}
+	if j.set["agent"] && (strings.TrimSpace(j.Agent) == "" || strings.HasPrefix(j.Agent, "-")) {
+		d.errorAt(j.pos["agent"], "agent must name an agent, not %q", j.Agent)
+	}
+	for i, dir := range j.PluginDirs {
+		if strings.TrimSpace(dir) == "" {
+			d.errorAt(j.pos["plugin_dirs"], "plugin_dirs[%d] is empty", i)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(j.Agents)) {
+		a, at := j.Agents[name], j.pos["agents"]
+		switch {
+		case !agentName.MatchString(name):
+			d.errorAt(at, "agents: %q is not an agent name (letters, digits, - and _)", name)
+		case strings.TrimSpace(a.Description) == "" || strings.TrimSpace(a.Prompt) == "":
+			d.errorAt(at, "agents.%s needs a description and a prompt", name)
+		case a.PermissionMode != "" && !contains(permissionModes, a.PermissionMode):
+			d.errorAt(at, "agents.%s.permissionMode %q is not one of %s", name, a.PermissionMode, strings.Join(permissionModes, ", "))
+		case a.Effort != "" && !contains(effortLevels, a.Effort):
+			d.errorAt(at, "agents.%s.effort %q is not one of %s", name, a.Effort, strings.Join(effortLevels, ", "))
+		case a.Memory != "" && !contains(agentMemories, a.Memory):
+			d.errorAt(at, "agents.%s.memory %q is not one of %s", name, a.Memory, strings.Join(agentMemories, ", "))
+		case a.MaxTurns < 0:
+			d.errorAt(at, "agents.%s.maxTurns must not be negative", name)
+		}
+	}
+}
+
+// agentName is what the CLI takes as an agent's name.
+var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // withDefaults returns j with every field it did not set taken from def.
 // env maps are merged (the job's entries win); everything else is replaced.

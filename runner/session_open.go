@@ -188,6 +188,10 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 	}
 	j.Options = cliOptions(js, o.WorkDir)
 	j.Options.PartialMessages = true // clients show text as it streams
+	j.Options.Name = js.Name // the CLI's display name of the session (/resume)
+	if spec.ForkSession {
+		j.ForkFrom = spec.Resume
+	}
 	j.Binary = o.Binary
 	if err := sessionSandbox(j, js, o.WorkDir); err != nil {
 		return nil, err
