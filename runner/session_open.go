@@ -188,7 +188,7 @@ func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job
 	}
 	j.Options = cliOptions(js, o.WorkDir)
 	j.Options.PartialMessages = true // clients show text as it streams
-	j.Options.Name = js.Name // the CLI's display name of the session (/resume)
+	j.Options.Name = js.Name         // the CLI's display name of the session (/resume)
 	if spec.ForkSession {
 		j.ForkFrom = spec.Resume
 	}
