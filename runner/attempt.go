@@ -94,6 +94,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	}
 	if r.client != nil {
 		spec.ask, spec.raw = r.client.asker(), true // clients get the CLI's lines as written
+		r.client.switchedOptions(&spec.opts)
 	}
 	p, err := startCLI(ctx, spec)
 	if err != nil {

@@ -308,6 +308,9 @@ type client interface {
 	// asker is who answers the permission prompts (nil: the CLI's mode).
 	asking() bool
 	asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse
+	// switchedOptions applies the model and permission mode the client
+	// switched to the options of a CLI about to start.
+	switchedOptions(opts *claude.Options)
 }
 
 // stopper runs the stop ladder of a process once, in the background, so

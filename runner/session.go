@@ -54,6 +54,9 @@ type Session struct {
 	answered   map[string]bool
 	lastChange string // the last content_update sent, to send only news
 	closed     bool
+	// switched are the model and permission mode a client set mid-session,
+	// for the CLI processes that start later (session_control.go).
+	switched switches
 	failed     bool // the run ended by itself: no more messages
 }
 
