@@ -90,3 +90,44 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 		t.Errorf("%d CLI starts: a switch must not restart the CLI", n)
 	}
 }
+
+// TestE2EForkSession: a session opened with resume and fork_session
+// continues a copy of the CLI session it names: the model sees the first
+// session's conversation, the CLI session gets a new id, and the session
+// forked from is left as it was.
+func TestE2EForkSession(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	var mu sync.Mutex
+	sawHistory := false
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
+		if strings.Contains(r.Text(), "fork turn") {
+			mu.Lock()
+			sawHistory = r.Contains("FIRST-SESSION-MARK")
+			mu.Unlock()
+		}
+		return fakeapi.Text("ok")
+	})
+	s := startServer(t, claudetest.NewEnv(t, api.URL), repo)
+	a := s.create(jsonString(map[string]any{"repo": repo, "name": "original"}))
+	s.must(200, "POST", "/api/sessions/"+a.ID+"/messages", `{"content":"FIRST-SESSION-MARK remember this","wait":true}`, nil)
+	a = s.get(a.ID)
+	if a.CLISessionID == "" {
+		t.Fatalf("the first session has no CLI session id: %+v", a)
+	}
+	s.must(200, "DELETE", "/api/sessions/"+a.ID, nil, nil)
+
+	if code, body := s.do("POST", "/api/sessions", jsonString(map[string]any{"repo": repo, "fork_session": true})); code != 400 {
+		t.Errorf("fork_session without resume: %d %s, want 400", code, body)
+	}
+	b := s.create(jsonString(map[string]any{"repo": repo, "name": "fork", "resume": a.CLISessionID, "fork_session": true}))
+	s.must(200, "POST", "/api/sessions/"+b.ID+"/messages", `{"content":"fork turn","wait":true}`, nil)
+	b = s.get(b.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if !sawHistory {
+		t.Errorf("the fork's turn did not carry the first session's conversation")
+	}
+	if b.CLISessionID == "" || b.CLISessionID == a.CLISessionID {
+		t.Errorf("fork's CLI session %q, first %q: want a new id", b.CLISessionID, a.CLISessionID)
+	}
+}
