@@ -97,7 +97,7 @@ fuzz:
 ## history vs cat and ccusage, the server's fan-out, replay and memory)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
-	./scripts/bench-starts.sh
+	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 ./scripts/bench-starts.sh
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
 

@@ -23,7 +23,10 @@ func TestImportDirection(t *testing.T) {
 		"policy":   {"cmd", "runner", "claude", "worktree", "history", "report", "telemetry"},
 		"sandbox":  {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 		"runner":   {"cmd", "serve", "telemetry"},
-		"usage":    {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
+		// jobfile is the jobs file and the session spec: types, decoder and
+		// defaults. It reads; it drives nothing (no processes, no git, no CLI).
+		"jobfile": {"cmd", "runner", "serve", "claude", "worktree", "history", "report", "telemetry", "usage", "os/exec", "internal/proc"},
+		"usage":   {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
 		// serve holds no lifecycle logic: it reaches the CLI, git and policy
 		// only through runner.
 		"serve": {"cmd", "claude", "worktree", "policy", "telemetry"},
@@ -41,7 +44,7 @@ func TestImportDirection(t *testing.T) {
 		sort.Strings(imports)
 		for _, imp := range imports {
 			for _, b := range banned {
-				if imp == mod+b || strings.HasPrefix(imp, mod+b+"/") {
+				if imp == mod+b || strings.HasPrefix(imp, mod+b+"/") || imp == b {
 					t.Errorf("%s imports %s", pkg, imp)
 				}
 			}
@@ -66,7 +69,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "sandbox", "serve", "serve/web", "usage", "telemetry"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "jobfile", "sandbox", "serve", "serve/web", "usage", "telemetry"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

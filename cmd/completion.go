@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/pneuma-cli/pneuma/internal/text"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,7 +55,7 @@ func completeJobNames(c *cobra.Command, args []string, toComplete string) ([]str
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	f, err := runner.ReadFile(args[0])
+	f, err := jobfile.Read(args[0])
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -76,7 +77,7 @@ func completeJobNames(c *cobra.Command, args []string, toComplete string) ([]str
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
-func jobBlurb(j runner.JobSpec) string {
+func jobBlurb(j jobfile.Job) string {
 	switch {
 	case j.Prompt != "":
 		return text.Shorten(j.Prompt, 60)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
@@ -11,7 +12,7 @@ import (
 // exitCodeOf maps the core packages' typed errors to exit codes.
 func exitCodeOf(err error) int {
 	var (
-		decode  *runner.DecodeError
+		decode  *jobfile.DecodeError
 		config  *runner.ConfigError
 		env     *runner.EnvError
 		notRepo *worktree.NotRepoError

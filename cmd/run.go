@@ -16,6 +16,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/text"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -250,9 +251,9 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 	if err != nil {
 		return nil, nil, &UsageError{Err: err}
 	}
-	var file *runner.File
+	var file *jobfile.File
 	if o.JobsFile != "" {
-		if file, err = runner.ReadFile(o.JobsFile); err != nil {
+		if file, err = jobfile.Read(o.JobsFile); err != nil {
 			return nil, nil, &ExitError{Code: ExitUsage, Err: jobsFileErr(err)}
 		}
 	}
@@ -291,7 +292,7 @@ func planRun(ctx context.Context, io *IO, o *RunOptions, git *worktree.Manager) 
 
 // jobsFileErr introduces the problems of a jobs file.
 func jobsFileErr(err error) error {
-	var derr *runner.DecodeError
+	var derr *jobfile.DecodeError
 	var cerr *runner.ConfigError
 	if errors.As(err, &derr) || errors.As(err, &cerr) {
 		return fmt.Errorf("invalid jobs file:\n%w", err)

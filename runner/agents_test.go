@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // TestNewerFieldsBecomeFlags: agents, agent, effort, plugin_dirs and
 // include_hook_events reach the CLI's argv; agents as one JSON object in
 // the CLI's own spelling, plugin_dirs resolved against the jobs file.
 func TestNewerFieldsBecomeFlags(t *testing.T) {
-	f, err := Decode("/w/jobs.yaml", []byte(`version: 1
+	f, err := jobfile.Decode("/w/jobs.yaml", []byte(`version: 1
 jobs:
   - name: a
     prompt: x

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -120,18 +119,6 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	return a
 }
 
-// capBudget lowers the CLI's --max-budget-usd to what is left under the
-// run's cap. It returns false when nothing is left.
-func (r *run) capBudget(opts *claude.Options) bool {
-	left, capped := r.budgetCap()
-	if !capped || (opts.MaxBudgetUSD != 0 && opts.MaxBudgetUSD <= left) {
-		return true
-	}
-	// Down to a hundredth of a cent, so float noise never lifts the cap.
-	opts.MaxBudgetUSD = math.Floor(left*1e4+1e-6) / 1e4
-	return opts.MaxBudgetUSD > 0
-}
-
 // settle fills the attempt from what its driver saw: verdict, session,
 // turns, cost and usage as the CLI reported them.
 func (a *attempt) settle(d *driver, stopped string, waitErr error, stderr *tailFile) {
@@ -170,15 +157,6 @@ func (r *run) priceFromTranscript(ctx context.Context, a *attempt, d *driver, en
 	if d.costUsage == nil {
 		a.usage = usage
 	}
-}
-
-// budgetCap returns what is left under the run's cap and whether there is one.
-func (r *run) budgetCap() (float64, bool) {
-	if r.plan.BudgetUSD <= 0 {
-		return 0, false
-	}
-	left, _ := r.budgetLeft()
-	return left, true
 }
 
 // withStderr adds the end of the CLI's stderr to an error message.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -28,7 +29,7 @@ type outcome struct {
 	outputRejected string
 	// verify is the job's verification, nil when it has none; rounds are the
 	// rounds that ran.
-	verify      *VerifySpec
+	verify      *jobfile.Verify
 	rounds      []report.VerifyRound
 	timeout     time.Duration
 	idleTimeout time.Duration
@@ -171,4 +172,24 @@ func exitText(e claude.ExitStatus) string {
 // process pneuma stopped tells nothing about the session.
 func resumeRejected(initSeen bool, stopped, status string) bool {
 	return !initSeen && stopped == "" && status != report.StatusSucceeded
+}
+
+// overloadAnswer reports whether a failed attempt's answer was a 429 or 529.
+func overloadAnswer(a attempt) bool {
+	if a.status == report.StatusSucceeded || a.reason == report.ReasonUsageLimit || a.result == nil {
+		return false
+	}
+	if s := a.result.APIErrorStatus; s != nil {
+		return *s == 429 || *s == 529
+	}
+	t := strings.ToLower(a.result.Result)
+	return strings.Contains(t, "overloaded") || strings.Contains(t, "529")
+}
+
+// overloadRetry reports whether a CLI's api_retry was for a 429 or 529.
+func overloadRetry(rt *claude.APIRetry) bool {
+	if rt.ErrorStatus != nil {
+		return *rt.ErrorStatus == 429 || *rt.ErrorStatus == 529
+	}
+	return strings.Contains(strings.ToLower(rt.Error), "overloaded")
 }

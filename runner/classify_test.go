@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -16,7 +17,7 @@ func TestClassify(t *testing.T) {
 	apiErr := &claude.Result{Subtype: "success", IsError: true, Result: "API Error: 500 Internal server error", APIErrorStatus: intp(500)}
 	passed := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, Passed: true}}
 	failedRound := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, ExitCode: 1}, {Round: 2, Command: []string{"go", "test"}, ExitCode: 1}}
-	verify := &VerifySpec{Command: []string{"go", "test"}}
+	verify := &jobfile.Verify{Command: []string{"go", "test"}}
 	tests := []struct {
 		name    string
 		o       outcome

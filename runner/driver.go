@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -266,7 +267,7 @@ func (d *driver) verified(vr report.VerifyRound) action {
 	vr.CostUSD = max(d.maxCost-d.costMark, 0)
 	d.costMark = d.maxCost
 	d.rounds = append(d.rounds, vr)
-	if vr.Passed || len(d.rounds) >= d.job.Verify.attempts() {
+	if vr.Passed || len(d.rounds) >= d.job.Verify.MaxRuns() {
 		d.final = true
 		return actFinal
 	}
@@ -415,14 +416,14 @@ func (t *jobTimers) stop() {
 type verifier struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	spec   *VerifySpec
+	spec   *jobfile.Verify
 	dir    string
 	env    []string
 	c      chan report.VerifyRound // nil while no round runs
 	wg     sync.WaitGroup
 }
 
-func newVerifier(ctx context.Context, spec *VerifySpec, dir string, env []string) *verifier {
+func newVerifier(ctx context.Context, spec *jobfile.Verify, dir string, env []string) *verifier {
 	ctx, cancel := context.WithCancel(ctx)
 	return &verifier{ctx: ctx, cancel: cancel, spec: spec, dir: dir, env: env}
 }

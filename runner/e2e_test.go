@@ -14,6 +14,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -75,7 +76,7 @@ func (b *bed) plan(repo, jobsYAML string) *runner.Plan {
 	if err := os.WriteFile(path, []byte(jobsYAML), 0o644); err != nil {
 		b.t.Fatal(err)
 	}
-	f, err := runner.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -54,7 +55,7 @@ func expectChanges(job *Job, res *report.Job) {
 }
 
 // expectVerdict turns warnings the job's expect: forbids into a failure.
-func expectVerdict(e *ExpectSpec, warnings []report.Warning) (verdict, bool) {
+func expectVerdict(e *jobfile.Expect, warnings []report.Warning) (verdict, bool) {
 	if e == nil {
 		return verdict{}, false
 	}
@@ -173,4 +174,17 @@ func cmpRateLimit(cur *report.RateLimit, rl *claude.RateLimitInfo) *report.RateL
 		return cur
 	}
 	return reportRateLimit(rl)
+}
+
+// compileSchema compiles a JSON Schema document.
+func compileSchema(data []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("output_schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("output_schema.json")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -283,7 +284,7 @@ func planFor(t *testing.T, repo, jobs, bin string) *runner.Plan {
 	if err := os.WriteFile(path, []byte(jobs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, err := runner.ReadFile(path)
+	file, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,9 +138,3 @@ func redactResult(res *report.Job) {
 		res.Attempts[i].Error = redact.String(res.Attempts[i].Error)
 	}
 }
-
-// event fills in what every event carries and tells the reporter.
-func (r *run) event(e Event) {
-	e.Time, e.RunID, e.SpentUSD = time.Now(), r.plan.RunID, r.spentSoFar()
-	r.opts.Reporter.Event(e)
-}

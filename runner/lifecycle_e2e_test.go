@@ -17,6 +17,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -190,7 +191,7 @@ func runCaseAsJob(t *testing.T, c lifecycleCase) caseOutcome {
 	if err := os.WriteFile(path, []byte(jobs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := runner.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/policy"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/sandbox"
@@ -122,12 +123,12 @@ type Job struct {
 	Env map[string]string `json:"-"`
 	// EnvKeys names the variables of Env, so that a run resumed without
 	// its jobs file can say which jobs lost theirs.
-	EnvKeys     []string      `json:"env_keys,omitempty"`
-	Timeout     time.Duration `json:"timeout,omitempty"`
-	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
-	Retries     int           `json:"retries,omitempty"`
-	Verify      *VerifySpec   `json:"verify,omitempty"`
-	Policy      *policy.Spec  `json:"policy,omitempty"`
+	EnvKeys     []string        `json:"env_keys,omitempty"`
+	Timeout     time.Duration   `json:"timeout,omitempty"`
+	IdleTimeout time.Duration   `json:"idle_timeout,omitempty"`
+	Retries     int             `json:"retries,omitempty"`
+	Verify      *jobfile.Verify `json:"verify,omitempty"`
+	Policy      *policy.Spec    `json:"policy,omitempty"`
 	// Publish says where the job's branch goes when it succeeds with changes.
 	Publish *Publish `json:"publish,omitempty"`
 	// JobDir is the job's folder in the run directory.
@@ -136,7 +137,7 @@ type Job struct {
 	// and named in the report.
 	FallbackModel string `json:"fallback_model,omitempty"`
 	// Expect lists what the job must show besides a success result.
-	Expect *ExpectSpec `json:"expect,omitempty"`
+	Expect *jobfile.Expect `json:"expect,omitempty"`
 	// OutputSchema is the JSON Schema its structured output must match
 	// (passed as --json-schema in Options.ExtraArgs).
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
@@ -166,8 +167,6 @@ func NewRunID(now time.Time) string {
 // otherwise all rewrite ~/.claude.json at the same instant. Later starts are
 // not spaced (spaceStart). docs/limits.md has the measurements.
 const DefaultStagger = 100 * time.Millisecond
-
-func (d Duration) set() bool { return d != 0 }
 
 func resolvePath(base, p string) string {
 	if p == "" {

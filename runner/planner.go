@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
@@ -22,7 +24,7 @@ import (
 // filtered (--only, --shard), prompt files read, repositories and base refs
 // checked, names sanitised and checked for collisions. It touches nothing.
 // Every problem is reported at once; the error is a *ConfigError or *EnvError.
-func BuildPlan(ctx context.Context, f *File, o PlanOptions) (*Plan, error) {
+func BuildPlan(ctx context.Context, f *jobfile.File, o PlanOptions) (*Plan, error) {
 	pl, err := newPlanner(ctx, f, o)
 	if err != nil {
 		return nil, err
@@ -46,7 +48,7 @@ func BuildPlan(ctx context.Context, f *File, o PlanOptions) (*Plan, error) {
 // planner builds one plan; its problems are collected, not returned one by one.
 type planner struct {
 	ctx      context.Context
-	f        *File
+	f        *jobfile.File
 	o        PlanOptions
 	git      *worktree.Manager
 	p        *Plan
@@ -54,7 +56,7 @@ type planner struct {
 	only     map[string]bool
 	slugs    map[string]string // lower-cased slug -> job name
 	rootOf   map[string]string
-	problems []Problem
+	problems []jobfile.Problem
 	envErrs  []error
 	// defaultRepo holds the jobs file (defaultRepoErr: it is in none).
 	defaultRepo    string
@@ -62,7 +64,7 @@ type planner struct {
 }
 
 // newPlanner applies the run-level settings and finds the default repository.
-func newPlanner(ctx context.Context, f *File, o PlanOptions) (*planner, error) {
+func newPlanner(ctx context.Context, f *jobfile.File, o PlanOptions) (*planner, error) {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -82,9 +84,9 @@ func newPlanner(ctx context.Context, f *File, o PlanOptions) (*planner, error) {
 
 // runSettings is the run-level part of a plan: the file's settings, then
 // the options' overrides, then defaults.
-func runSettings(f *File, o PlanOptions, jobsFile string) *Plan {
+func runSettings(f *jobfile.File, o PlanOptions, jobsFile string) *Plan {
 	p := &Plan{RunID: o.RunID, JobsFile: jobsFile, Binary: o.Binary,
-		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: f.Limits.limits()}
+		Concurrency: f.Concurrency, BudgetUSD: f.BudgetUSD, Stagger: f.Stagger.Std(), Limits: limitsOf(f.Limits)}
 	if p.RunID == "" {
 		p.RunID = NewRunID(time.Now())
 	}
@@ -99,7 +101,7 @@ func runSettings(f *File, o PlanOptions, jobsFile string) *Plan {
 	}
 	if o.Stagger >= 0 {
 		p.Stagger = o.Stagger
-	} else if !f.Stagger.set() {
+	} else if f.Stagger == 0 {
 		p.Stagger = DefaultStagger
 	}
 	if o.Shard.Total > 0 {
@@ -108,8 +110,8 @@ func runSettings(f *File, o PlanOptions, jobsFile string) *Plan {
 	return p
 }
 
-func (pl *planner) problem(pos Pos, format string, args ...any) {
-	pl.problems = append(pl.problems, Problem{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+func (pl *planner) problem(pos jobfile.Pos, format string, args ...any) {
+	pl.problems = append(pl.problems, jobfile.Problem{Pos: pos, Msg: fmt.Sprintf(format, args...)})
 }
 
 // root returns the top level of the repository holding dir, once per dir.
@@ -136,14 +138,14 @@ func (pl *planner) checkOnly() {
 			continue
 		}
 		if !known[n] {
-			pl.problem(Pos{File: pl.f.Path}, "--only: no job named %q%s", n, suggest(n, sortedKeys(known)))
+			pl.problem(jobfile.Pos{File: pl.f.Path}, "--only: no job named %q%s", n, jobfile.Suggest(n, sortedKeys(known)))
 		}
 		pl.only[n] = true
 	}
 }
 
 // selected says whether a job of the file belongs to this plan (--only, --shard).
-func (pl *planner) selected(spec JobSpec) bool {
+func (pl *planner) selected(spec jobfile.Job) bool {
 	if len(pl.only) > 0 && !pl.only[spec.Name] {
 		return false
 	}
@@ -152,7 +154,7 @@ func (pl *planner) selected(spec JobSpec) bool {
 
 // planJob plans one job and adds it to the plan, unless it has a problem
 // that leaves nothing to plan.
-func (pl *planner) planJob(position int, spec JobSpec) {
+func (pl *planner) planJob(position int, spec jobfile.Job) {
 	j := jobBasics(position, spec)
 	// Case-insensitive: macOS file systems and loose refs fold case.
 	if prev, ok := pl.slugs[strings.ToLower(j.Slug)]; ok {
@@ -179,7 +181,7 @@ func (pl *planner) planJob(position int, spec JobSpec) {
 }
 
 // jobBasics copies a job's own settings, with defaults.
-func jobBasics(position int, spec JobSpec) *Job {
+func jobBasics(position int, spec jobfile.Job) *Job {
 	j := &Job{
 		Name: spec.Name, Position: position, Slug: worktree.SanitizeName(spec.Name), Base: spec.Base,
 		UseWorktree: spec.Worktree == nil || *spec.Worktree, Commit: spec.Commit == nil || *spec.Commit,
@@ -194,7 +196,7 @@ func jobBasics(position int, spec JobSpec) *Job {
 }
 
 // prompts returns a job's prompts: inline, a list, or read from a file.
-func (pl *planner) prompts(spec JobSpec) []string {
+func (pl *planner) prompts(spec jobfile.Job) []string {
 	switch {
 	case spec.Prompt != "":
 		return []string{spec.Prompt}
@@ -217,7 +219,7 @@ func (pl *planner) prompts(spec JobSpec) []string {
 
 // repository resolves a job's repository and base commit. It returns false
 // when there is none to plan the job in.
-func (pl *planner) repository(j *Job, spec JobSpec) bool {
+func (pl *planner) repository(j *Job, spec jobfile.Job) bool {
 	if spec.Repo == "" {
 		if pl.defaultRepoErr != nil {
 			pl.envErrs = append(pl.envErrs, fmt.Errorf("%s: job %q has no repo and the jobs file is not inside a git repository: %w", spec.Pos, spec.Name, pl.defaultRepoErr))
@@ -248,7 +250,7 @@ func (pl *planner) repository(j *Job, spec JobSpec) bool {
 
 // cliOptions are the CLI flags of a job, its paths resolved against the
 // jobs file's directory.
-func cliOptions(spec JobSpec, fileDir string) claude.Options {
+func cliOptions(spec jobfile.Job, fileDir string) claude.Options {
 	return claude.Options{
 		Model:              spec.Model,
 		PermissionMode:     spec.PermissionMode,
@@ -273,7 +275,7 @@ func cliOptions(spec JobSpec, fileDir string) claude.Options {
 
 // agentsJSON is a job's agents as --agents takes them: one JSON object of
 // definitions by name ("" for none).
-func agentsJSON(agents map[string]AgentSpec) string {
+func agentsJSON(agents map[string]jobfile.Agent) string {
 	if len(agents) == 0 {
 		return ""
 	}
@@ -289,7 +291,7 @@ func agentsJSON(agents map[string]AgentSpec) string {
 func (pl *planner) err() error {
 	if len(pl.problems) > 0 {
 		sort.SliceStable(pl.problems, func(i, k int) bool { return pl.problems[i].Pos.Line < pl.problems[k].Pos.Line })
-		return &ConfigError{&DecodeError{Problems: pl.problems}}
+		return &ConfigError{&jobfile.DecodeError{Problems: pl.problems}}
 	}
 	if len(pl.envErrs) > 0 {
 		return &EnvError{errors.Join(pl.envErrs...)}
@@ -356,4 +358,29 @@ func envKeys(env map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// limitOptions plans a job's fallback model and output schema.
+func (pl *planner) limitOptions(j *Job, spec jobfile.Job) {
+	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
+	if j.FallbackModel != "" {
+		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)
+	}
+	if spec.OutputSchema == "" {
+		return
+	}
+	data := []byte(spec.OutputSchema)
+	if !spec.OutputSchema.Inline() {
+		var err error
+		if data, err = safefile.Read(resolvePath(pl.fileDir, string(spec.OutputSchema)), pl.o.Roots, safefile.MaxSize); err != nil {
+			pl.problem(spec.PosOf("output_schema"), "output_schema %s: %v", spec.OutputSchema, pathErr(err))
+			return
+		}
+	}
+	if _, err := compileSchema(data); err != nil {
+		pl.problem(spec.PosOf("output_schema"), "output_schema: %v", err)
+		return
+	}
+	j.OutputSchema = data
+	j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--json-schema", string(data))
 }

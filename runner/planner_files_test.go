@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -44,7 +45,7 @@ func TestPlanClientFiles(t *testing.T) {
 		if tc.field == "output_schema" {
 			yaml += "    prompt: hi\n"
 		}
-		f, err := runner.Decode(filepath.Join(repo, "jobs.yaml"), []byte(yaml))
+		f, err := jobfile.Decode(filepath.Join(repo, "jobs.yaml"), []byte(yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestPlanClientFiles(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
-			var de *runner.DecodeError
+			var de *jobfile.DecodeError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret\n") {
 				t.Errorf("%s %s: %v, want a problem %q", tc.field, tc.path, err, tc.want)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -27,7 +28,7 @@ func TestPoolKeepsSparesForTheNextRun(t *testing.T) {
 	claudetest.Git(t, repo, "commit", "-q", "-m", "jobs")
 	run := func(runID string, pool int) *runner.Plan {
 		t.Helper()
-		file, err := runner.ReadFile(filepath.Join(repo, "jobs.yaml"))
+		file, err := jobfile.Read(filepath.Join(repo, "jobs.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

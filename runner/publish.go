@@ -7,10 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"text/template"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -21,36 +20,14 @@ import (
 // warning on the job (report.Job.Warnings) naming the command and its error;
 // the branch stays in the repository whatever happens.
 
-// PullRequestSpec is a job's pull_request field. Title and Body are
-// text/template texts over PublishData.
-type PullRequestSpec struct {
-	Title  string   `yaml:"title" json:"title,omitempty"`
-	Body   string   `yaml:"body" json:"body,omitempty"`
-	Draft  bool     `yaml:"draft" json:"draft,omitempty"`
-	Base   string   `yaml:"base" json:"base,omitempty"`
-	Labels []string `yaml:"labels" json:"labels,omitempty"`
-}
-
 // Publish is what to do with a job's branch after it succeeds with changes.
 type Publish struct {
-	Remote      string           `json:"remote"`
-	PullRequest *PullRequestSpec `json:"pull_request,omitempty"`
-}
-
-// PublishData is what the title and body templates of a pull request see.
-type PublishData struct {
-	Name, Result, Branch, Base, RunID   string
-	FilesChanged, Insertions, Deletions int
-	CostUSD                             float64
+	Remote      string               `json:"remote"`
+	PullRequest *jobfile.PullRequest `json:"pull_request,omitempty"`
 }
 
 // DefaultRemote is where branches are pushed when the job names no remote.
 const DefaultRemote = "origin"
-
-const (
-	defaultPRTitle = "pneuma: {{.Name}}"
-	defaultPRBody  = "{{.Result}}\n\n---\n{{.FilesChanged}} files changed, {{.Insertions}} insertions(+), {{.Deletions}} deletions(-) on `{{.Branch}}`, job `{{.Name}}` of pneuma run {{.RunID}}.\n"
-)
 
 // Warning codes of the publish stage.
 const (
@@ -59,7 +36,7 @@ const (
 )
 
 // publishOf is a job's publish settings from its spec (nil: publish nothing).
-func publishOf(spec JobSpec) *Publish {
+func publishOf(spec jobfile.Job) *Publish {
 	push := spec.Push != nil && *spec.Push
 	if !push && spec.PullRequest == nil {
 		return nil
@@ -69,46 +46,6 @@ func publishOf(spec JobSpec) *Publish {
 		p.Remote = DefaultRemote
 	}
 	return p
-}
-
-// remoteRE is what a remote name may look like (git check-ref-format is
-// laxer; this keeps option-like and odd names out of argv).
-var remoteRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
-
-// validatePublish checks push, remote and pull_request of a job.
-func (d *decoder) validatePublish(j *JobSpec) {
-	if j.set["remote"] && !remoteRE.MatchString(j.Remote) {
-		d.errorAt(j.pos["remote"], "remote %q is not a git remote name", j.Remote)
-	}
-	wants := (j.set["push"] && j.Push != nil && *j.Push) || (j.set["pull_request"] && j.PullRequest != nil)
-	if wants && j.Worktree != nil && !*j.Worktree {
-		d.errorAt(j.PosOf("worktree"), "push and pull_request need a job branch: they cannot be used with worktree: false")
-	}
-	pr := j.PullRequest
-	if !j.set["pull_request"] || pr == nil {
-		return
-	}
-	for _, t := range []struct{ field, text string }{{"title", pr.Title}, {"body", pr.Body}} {
-		if _, err := prText(t.field, t.text, PublishData{}); err != nil {
-			d.errorAt(j.pos["pull_request"], "pull_request.%s: %v", t.field, err)
-		}
-	}
-	if pr.Base != "" && strings.HasPrefix(pr.Base, "-") {
-		d.errorAt(j.pos["pull_request"], "pull_request.base %q is not a branch name", pr.Base)
-	}
-}
-
-// prText renders a title or body template.
-func prText(name, text string, data PublishData) (string, error) {
-	t, err := template.New(name).Option("missingkey=error").Parse(text)
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", err
-	}
-	return b.String(), nil
 }
 
 // publish pushes the job's branch and opens its pull request, as the job
@@ -154,23 +91,12 @@ func publish(ctx context.Context, job *Job, res *report.Job, runID string, envir
 // prArgv is the gh command line that opens the job's pull request.
 func prArgv(gh string, job *Job, res *report.Job, runID string) ([]string, error) {
 	pr := job.Publish.PullRequest
-	data := PublishData{Name: job.Name, Result: res.Result, Branch: job.Branch, Base: job.Base, RunID: runID,
+	data := jobfile.TemplateData{Name: job.Name, Result: res.Result, Branch: job.Branch, Base: job.Base, RunID: runID,
 		FilesChanged: res.FilesChanged, Insertions: res.Insertions, Deletions: res.Deletions, CostUSD: res.CostUSD}
-	title, body := pr.Title, pr.Body
-	if title == "" {
-		title = defaultPRTitle
-	}
-	if body == "" {
-		body = defaultPRBody
-	}
-	var err error
-	if title, err = prText("title", title, data); err != nil {
+	title, body, err := pr.Text(data)
+	if err != nil {
 		return nil, err
 	}
-	if body, err = prText("body", body, data); err != nil {
-		return nil, err
-	}
-	title = strings.Join(strings.Fields(title), " ")
 	argv := []string{gh, "pr", "create", "--head", job.Branch, "--title", title, "--body", body}
 	if pr.Base != "" {
 		argv = append(argv, "--base", pr.Base)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -107,7 +108,7 @@ func readGHLog(t *testing.T, path string) [][]string {
 
 func TestPublish(t *testing.T) {
 	ghDir := fakeGH(t)
-	pr := &runner.PullRequestSpec{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
+	pr := &jobfile.PullRequest{Title: "Fix: {{.Name}} ({{.FilesChanged}} file)", Body: "{{.Result}}\n+{{.Insertions}} -{{.Deletions}} on {{.Branch}}",
 		Draft: true, Base: "main", Labels: []string{"bot", "pneuma"}}
 	for _, tc := range []struct {
 		name       string
@@ -128,7 +129,7 @@ func TestPublish(t *testing.T) {
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "Fix: fix-it (1 file)",
 				"--body", "All fixed.\n+1 -0 on pneuma/20261123-100000-ab12/fix-it", "--base", "main", "--draft", "--label", "bot", "--label", "pneuma"}}},
-		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &runner.PullRequestSpec{}}, wantPushed: true,
+		{name: "default title and body", publish: &runner.Publish{Remote: "origin", PullRequest: &jobfile.PullRequest{}}, wantPushed: true,
 			wantURL: "https://github.com/example/app/pull/7",
 			wantGH: [][]string{{"pr", "create", "--head", "pneuma/20261123-100000-ab12/fix-it", "--title", "pneuma: fix-it",
 				"--body", "All fixed.\n\n---\n1 files changed, 1 insertions(+), 0 deletions(-) on `pneuma/20261123-100000-ab12/fix-it`, job `fix-it` of pneuma run 20261123-100000-ab12.\n"}}},
@@ -236,42 +237,6 @@ func mustLookPath(t *testing.T, name string) string {
 func gitOut(dir string, args ...string) string {
 	out, _ := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
 	return strings.TrimSpace(string(out))
-}
-
-func TestDecodePublish(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		want       []string
-	}{
-		{"valid", "version: 1\njobs:\n  - name: a\n    prompt: p\n    push: true\n    remote: upstream\n    pull_request: {title: 'x {{.Name}}', draft: true, labels: [bot]}\n", nil},
-		{"template syntax", "version: 1\njobs:\n  - name: a\n    prompt: p\n    pull_request:\n      title: '{{.Name'\n", []string{"x.yaml:6:7: pull_request.title:", "unclosed action"}},
-		{"unknown template field", "version: 1\njobs:\n  - name: a\n    prompt: p\n    pull_request: {body: '{{.Nmae}}'}\n", []string{"x.yaml:5:19: pull_request.body:", "can't evaluate field Nmae"}},
-		{"unknown field", "version: 1\njobs:\n  - name: a\n    prompt: p\n    pull_request: {titel: x}\n", []string{`unknown field "titel" (did you mean "title"?)`}},
-		{"no worktree", "version: 1\njobs:\n  - name: a\n    prompt: p\n    worktree: false\n    push: true\n", []string{"x.yaml:5:15: push and pull_request need a job branch"}},
-		{"bad remote", "version: 1\njobs:\n  - name: a\n    prompt: p\n    push: true\n    remote: --upload-pack=x\n", []string{`x.yaml:6:13: remote "--upload-pack=x" is not a git remote name`}},
-		{"from defaults", "version: 1\ndefaults:\n  pull_request: {draft: true}\njobs:\n  - name: a\n    prompt: p\n", nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := runner.Decode("x.yaml", []byte(tc.yaml))
-			if tc.want == nil {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if j := f.Jobs[0]; j.PullRequest == nil || !j.IsSet("pull_request") {
-					t.Errorf("pull_request not decoded: %+v", j)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("decoded")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
-			}
-		})
-	}
 }
 
 // A run with the real CLI: the job that changed something and asked for a

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
@@ -17,7 +18,7 @@ import (
 // the jobs' env (kept out of run.json, as it may hold tokens), and o
 // today's CLI and concurrency. The warnings say how the file differs from
 // the plan, or which jobs lose their env without it.
-func ResumePlan(ctx context.Context, f *File, o PlanOptions, runID string) (*Plan, *Journal, []string, error) {
+func ResumePlan(ctx context.Context, f *jobfile.File, o PlanOptions, runID string) (*Plan, *Journal, []string, error) {
 	j, err := readRunJournal(ctx, f, o, runID, "--resume")
 	if err != nil {
 		return nil, nil, nil, err
@@ -58,7 +59,7 @@ func envLost(p *Plan) []string {
 
 // fileDrift compares the jobs file as it is now with the plan of the run
 // being resumed, which is what runs.
-func fileDrift(ctx context.Context, f *File, o PlanOptions, p *Plan) []string {
+func fileDrift(ctx context.Context, f *jobfile.File, o PlanOptions, p *Plan) []string {
 	o.RunID = p.RunID
 	now, err := BuildPlan(ctx, f, o)
 	if err != nil {
@@ -114,7 +115,7 @@ func firstLine(s string) string {
 }
 
 // RerunPlan plans a new run of the jobs that did not succeed in run runID.
-func RerunPlan(ctx context.Context, f *File, o PlanOptions, runID string) (*Plan, error) {
+func RerunPlan(ctx context.Context, f *jobfile.File, o PlanOptions, runID string) (*Plan, error) {
 	j, err := readRunJournal(ctx, f, o, runID, "--rerun-failed")
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func RerunPlan(ctx context.Context, f *File, o PlanOptions, runID string) (*Plan
 
 // readRunJournal reads the journal of run runID of the jobs file f (nil:
 // of the current directory's repository).
-func readRunJournal(ctx context.Context, f *File, o PlanOptions, runID, flag string) (*Journal, error) {
+func readRunJournal(ctx context.Context, f *jobfile.File, o PlanOptions, runID, flag string) (*Journal, error) {
 	if strings.ContainsAny(runID, `/\`) || runID == "" || runID == "." || runID == ".." {
 		return nil, &ConfigError{Err: fmt.Errorf("%s: invalid run id %q", flag, runID)}
 	}

@@ -1,3 +1,9 @@
+// Package runner runs a plan of Claude Code jobs: it builds the plan from a
+// decoded jobs file (package jobfile), schedules jobs concurrently, drives
+// each job's CLI process through its lifecycle (workspace, stream, timeouts,
+// retries, commit, archive) and produces the run report; a server session
+// runs through the same engine. It writes only to the run directory and to
+// the interfaces it is given; it never touches os.Stdout.
 package runner
 
 import (
@@ -5,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,121 +22,6 @@ import (
 	"github.com/pneuma-cli/pneuma/usage"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
-
-// Event types sent to a Reporter.
-const (
-	EventRunStarted  = "run_started"
-	EventJobStarted  = "job_started"
-	EventAPIRetry    = "api_retry"
-	EventJobRetry    = "job_retry"
-	EventJobFinished = "job_finished"
-	EventRunFinished = "run_finished"
-	// EventConcurrency: a storm of 429/529 answers lowered the number of
-	// CLIs that may run at once, or calm raised it again (Concurrency).
-	EventConcurrency = "concurrency_changed"
-	// EventUsageLimitWait: a usage limit stopped a job; the run waits until
-	// ResumeAt, then continues the held jobs (Message says so for people).
-	EventUsageLimitWait = "usage_limit_wait"
-	// EventUsageReserve: a job reported a utilization past
-	// limits.reserve_utilization; no new job starts.
-	EventUsageReserve = "usage_reserve"
-	// EventCompactBoundary: a job's CLI compacted its conversation
-	// (Compact). EventModelFallback: its model refused and the CLI went on
-	// with Model. EventWritesLost: it could not save its transcript or
-	// config (Reason is the error code). EventBackgroundTask: a background
-	// task started or ended (Task).
-	EventCompactBoundary = "compact_boundary"
-	EventModelFallback   = "model_fallback"
-	EventWritesLost      = "session_writes_lost"
-	EventBackgroundTask  = "background_task"
-)
-
-// Fine event types: the inside of a job, sent only to Options.Observer
-// (telemetry), never to Reporter, so that --json and the server's event
-// logs keep their shape.
-const (
-	// EventAttemptStarted: an attempt's CLI starts (WaitMS: its wait for a
-	// start slot). EventAttemptFinished ends it (Status, Reason, Error,
-	// CostUSD, DurationMS).
-	EventAttemptStarted  = "attempt_started"
-	EventAttemptFinished = "attempt_finished"
-	// EventTurnStarted: a prompt went to the CLI (Turn counts them per
-	// attempt). EventTurnFinished: its result came (Status, CostUSD: the
-	// process's cumulative cost, Usage, Model, DurationMS).
-	EventTurnStarted  = "turn_started"
-	EventTurnFinished = "turn_finished"
-	// EventToolCall: a tool call ended (or never got a result); Tool says
-	// which, how it was decided and how it went.
-	EventToolCall = "tool_call"
-	// EventStopping: pneuma began the stop ladder of a job's CLI (Reason).
-	EventStopping = "stopping"
-)
-
-// ToolCall is one tool call of a tool_call event. Input is a short summary
-// of its input with secrets redacted.
-type ToolCall struct {
-	Name      string    `json:"name"`
-	ToolUseID string    `json:"tool_use_id"`
-	Input     string    `json:"input"`
-	Decision  string    `json:"decision"`
-	Rule      string    `json:"rule,omitempty"`
-	Via       string    `json:"via,omitempty"`
-	Agent     string    `json:"agent,omitempty"`
-	OK        *bool     `json:"ok"`
-	Error     string    `json:"error,omitempty"`
-	Started   time.Time `json:"started"`
-}
-
-// Event is one thing that happened during a run, for progress displays and
-// `--json` consumers. Fields not relevant to a type are empty.
-type Event struct {
-	Type  string    `json:"type"`
-	Time  time.Time `json:"time"`
-	RunID string    `json:"run_id"`
-	// Jobs is the number of jobs in the run (run_started).
-	Jobs    int    `json:"jobs,omitempty"`
-	Job     string `json:"job,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// DelayMS is the wait before the next attempt (job_retry) or the CLI's
-	// own retry delay (api_retry).
-	DelayMS int64 `json:"delay_ms,omitempty"`
-	// ErrorStatus is the HTTP status behind an API retry, when known.
-	ErrorStatus *int `json:"error_status,omitempty"`
-	// Branch and Worktree say where a started job works.
-	Branch   string `json:"branch,omitempty"`
-	Worktree string `json:"worktree,omitempty"`
-	// Concurrency is the new limit of a concurrency_changed event.
-	Concurrency int `json:"concurrency,omitempty"`
-	// ResumeAt is when a usage_limit_wait ends.
-	ResumeAt *time.Time `json:"resume_at,omitempty"`
-	// Message is a line for people (usage_limit_wait, usage_reserve).
-	Message string `json:"message,omitempty"`
-	// SpentUSD is the run's spend so far.
-	SpentUSD float64     `json:"spent_usd"`
-	Result   *report.Job `json:"result,omitempty"`
-	// The fields of the fine events (Options.Observer).
-	Turn       int           `json:"turn,omitempty"`
-	Status     string        `json:"status,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	Model      string        `json:"model,omitempty"`
-	CostUSD    float64       `json:"cost_usd,omitempty"`
-	Usage      *report.Usage `json:"usage,omitempty"`
-	WaitMS     int64         `json:"wait_ms,omitempty"`
-	DurationMS int64         `json:"duration_ms,omitempty"`
-	Tool       *ToolCall     `json:"tool,omitempty"`
-	// Compact and Task are the payloads of compact_boundary and
-	// background_task.
-	Compact *claude.CompactBoundary `json:"compact,omitempty"`
-	Task    *claude.Task            `json:"task,omitempty"`
-	Report  *report.Report          `json:"report,omitempty"`
-}
-
-// Reporter receives run events. Run calls it from several goroutines at
-// once; implementations must be safe for that and must not block for long.
-type Reporter interface {
-	Event(Event)
-}
 
 // Options are the run-time settings of Run.
 type Options struct {
@@ -222,35 +111,6 @@ func (o *Options) defaults() {
 	}
 }
 
-type nopReporter struct{}
-
-func (nopReporter) Event(Event) {}
-
-// teeReporter sends each event to the Reporter and then the Observer.
-type teeReporter struct{ a, b Reporter }
-
-func (t teeReporter) Event(e Event) {
-	t.a.Event(e)
-	t.b.Event(e)
-}
-
-// observe sends a fine event to the Observer, if there is one.
-func (r *run) observe(e Event) {
-	if r.opts.Observer == nil {
-		return
-	}
-	e.Time, e.RunID = time.Now(), r.plan.RunID
-	r.opts.Observer.Event(e)
-}
-
-// cliEnv lets Options.CLIEnv change a job's CLI environment.
-func (r *run) cliEnv(job string, env []string) []string {
-	if r.opts.CLIEnv == nil {
-		return env
-	}
-	return r.opts.CLIEnv(r.plan.RunID, job, env)
-}
-
 // run is the state of one Run call.
 type run struct {
 	plan    *Plan
@@ -282,14 +142,6 @@ type run struct {
 	client client
 }
 
-// parkedTree is a finished job's clean worktree, waiting for the next job.
-type parkedTree struct {
-	dir string
-	// watch, when not nil, vouched at the end of the job that the tree is
-	// still the checkout it was made as, and goes on watching it.
-	watch *worktree.Watch
-}
-
 // Run executes the plan and returns its report. A failed job is a result, not
 // an error: the error is for a run that could not happen at all (the run
 // directory cannot be written). Cancelling ctx stops the run gracefully: no
@@ -297,7 +149,7 @@ type parkedTree struct {
 // the report says interrupted. Unfinished jobs of a journal passed with
 // resume are continued; finished ones are kept.
 func Run(ctx context.Context, p *Plan, o Options) (*report.Report, error) {
-	return run1(ctx, p, o, nil)
+	return runPlan(ctx, p, o, nil)
 }
 
 // Resume continues a run from its journal (after pneuma itself was killed,
@@ -305,10 +157,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*report.Report, error) {
 // those an interrupt or fail-fast stopped) continue in their existing
 // worktrees, resuming their CLI sessions where one was recorded.
 func Resume(ctx context.Context, p *Plan, prior *Journal, o Options) (*report.Report, error) {
-	return run1(ctx, p, o, prior)
+	return runPlan(ctx, p, o, prior)
 }
 
-func run1(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Report, error) {
+// runPlan runs p, resuming from prior when it is not nil: Run and Resume.
+func runPlan(ctx context.Context, p *Plan, o Options, prior *Journal) (*report.Report, error) {
 	o.defaults()
 	if err := os.MkdirAll(p.RunDir, 0o755); err != nil {
 		return nil, &EnvError{fmt.Errorf("create run directory: %w", err)}
@@ -362,7 +215,7 @@ func (r *run) schedule(ctx context.Context) []report.Job {
 		}
 		if runCtx.Err() != nil {
 			results[i] = r.skipped(job, stopReason(runCtx))
-			r.finish(job, &results[i])
+			r.finished(job, &results[i])
 			continue
 		}
 		g.Go(func() error {
@@ -371,7 +224,7 @@ func (r *run) schedule(ctx context.Context) []report.Job {
 			} else {
 				results[i] = r.runJob(runCtx, job)
 			}
-			r.finish(job, &results[i])
+			r.finished(job, &results[i])
 			if r.opts.FailFast && results[i].Status == report.StatusFailed {
 				cancelRun(errFailFast)
 			}
@@ -415,8 +268,8 @@ func stopReason(ctx context.Context) string {
 	return report.ReasonInterrupted
 }
 
-// finish records a job's final result in the journal and tells the reporter.
-func (r *run) finish(job *Job, res *report.Job) {
+// finished records a job's final result in the journal and tells the reporter.
+func (r *run) finished(job *Job, res *report.Job) {
 	final := *res // res changes below if the save fails; the journal's copy must not
 	r.journal.update(job.Name, func(s *JobState) {
 		s.State = StateFinished
@@ -450,234 +303,6 @@ func (r *run) baseResult(job *Job) report.Job {
 		Worktree:          job.Dir,
 		Model:             job.Options.Model,
 		PermissionDenials: []report.PermissionDenial{},
-	}
-}
-
-// park keeps a finished job's clean worktree for the next job of its repository.
-func (r *run) park(repo string, t parkedTree) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.parked == nil {
-		r.parked = map[string][]parkedTree{}
-	}
-	r.parked[repo] = append(r.parked[repo], t)
-}
-
-// unpark takes a parked worktree of repo, if there is one.
-func (r *run) unpark(repo string) (parkedTree, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	trees := r.parked[repo]
-	if len(trees) == 0 {
-		return parkedTree{}, false
-	}
-	t := trees[len(trees)-1]
-	r.parked[repo] = trees[:len(trees)-1]
-	return t, true
-}
-
-// loadPool parks the spare worktrees that earlier runs left in the pools of
-// the plan's repositories, so that jobs reuse them first.
-func (r *run) loadPool() {
-	seen := map[string]bool{}
-	for _, job := range r.plan.Jobs {
-		if !job.UseWorktree || seen[job.Repo] {
-			continue
-		}
-		seen[job.Repo] = true
-		for _, dir := range RepoLayout(job.Repo).Spares() {
-			r.park(job.Repo, parkedTree{dir: dir})
-		}
-	}
-}
-
-// loadSpare parks one spare worktree of job's repository's pool, for a
-// server session (a run of one job) to reuse.
-func (r *run) loadSpare(job *Job) {
-	if !job.UseWorktree {
-		return
-	}
-	if spares := RepoLayout(job.Repo).Spares(); len(spares) > 0 {
-		r.park(job.Repo, parkedTree{dir: spares[0]})
-	}
-}
-
-// settleParked keeps up to Pool of the worktrees no job reused as spares
-// for the next run, and removes the others. Keeping them is what spares the
-// end of a run from deleting a tree per job slot, seconds each on a big
-// repository.
-func (r *run) settleParked(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	emptied := map[string]bool{}
-	for repo, trees := range r.parked {
-		pool := RepoLayout(repo).Pool()
-		kept := 0
-		for _, t := range trees {
-			closeWatch(t.watch) // retiring or removing the tree is no change to watch for
-			if from := filepath.Dir(t.dir); from != pool {
-				emptied[from] = true
-			}
-			if kept < r.opts.Pool && r.spare(ctx, repo, t.dir, pool) {
-				kept++
-				continue
-			}
-			r.removeTree(ctx, repo, t.dir)
-		}
-	}
-	for dir := range emptied {
-		_ = os.Remove(dir) // the run's worktree directory, if empty; one that is not holds kept work
-	}
-	r.parked = nil
-}
-
-// spare keeps a parked clean worktree in the pool, moving it there unless
-// it is there already. It reports whether the tree is now a spare.
-func (r *run) spare(ctx context.Context, repo, dir, pool string) bool {
-	if filepath.Dir(dir) == pool {
-		return true
-	}
-	// <run id>-<job>: unique, and says where it came from.
-	to := filepath.Join(pool, filepath.Base(filepath.Dir(dir))+"-"+filepath.Base(dir))
-	return r.git.Retire(ctx, repo, dir, to, true) == nil
-}
-
-// removeTree removes a clean worktree. When that fails the tree stays, and
-// the report says so with a warning that `pneuma clean` acts on.
-func (r *run) removeTree(ctx context.Context, repo, dir string) {
-	err := r.git.Remove(ctx, repo, dir)
-	if err == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.warnings = append(r.warnings, report.Warning{
-		Code:    report.WarnWorktreeNotRemoved,
-		Message: fmt.Sprintf("could not remove the worktree %s (pneuma clean removes it): %v", dir, err),
-		Path:    dir,
-	})
-}
-
-// reserveStart takes a start slot from the gate (the caller releases it
-// when the CLI has exited), then spaces the starts of a wave. It
-// returns errHeld when a usage limit stopped the run, or ctx's error.
-func (r *run) reserveStart(ctx context.Context) error {
-	if err := r.gate.acquire(ctx, false); err != nil {
-		return err
-	}
-	if !r.stagger(ctx) {
-		r.gate.release()
-		return ctx.Err()
-	}
-	return nil
-}
-
-// stagger spaces the starts of a wave by the plan's stagger and returns
-// when this job may start, or false when ctx ended first.
-func (r *run) stagger(ctx context.Context) bool {
-	r.mu.Lock()
-	wait, next, left := spaceStart(time.Now(), r.nextStart, r.waveLeft, r.plan.Stagger)
-	r.nextStart, r.waveLeft = next, left
-	r.mu.Unlock()
-	return sleep(ctx, wait)
-}
-
-// sleep waits d and reports true, or false as soon as ctx ends.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// newWave spaces the next starts again, as at the run's start: the jobs
-// held for a usage limit all start when it resets.
-func (r *run) newWave() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.waveLeft = r.plan.Concurrency
-}
-
-// spaceStart decides when a CLI start may go. A wave (the first start of
-// each of the run's slots, or the starts after a usage-limit hold) would
-// start every CLI at the same instant: its starts are spaced by stagger,
-// the first at once. Later starts follow jobs that end at their own pace
-// and go at once; spacing them would throttle the steady state (at 100 ms,
-// ten starts a second) for a race that docs/limits.md measured as harmless.
-// next is the earliest time the next spaced start may go; waveLeft counts
-// the starts of the wave still to come.
-func spaceStart(now, next time.Time, waveLeft int, stagger time.Duration) (wait time.Duration, newNext time.Time, newLeft int) {
-	if stagger <= 0 || waveLeft <= 0 {
-		return 0, next, waveLeft
-	}
-	at := next
-	if at.Before(now) {
-		at = now
-	}
-	return at.Sub(now), at.Add(stagger), waveLeft - 1
-}
-
-// budgetLeft returns the money left under the run's cap (ok=false: spent).
-// Without a cap it returns 0, true.
-func (r *run) budgetLeft() (left float64, ok bool) {
-	if r.plan.BudgetUSD <= 0 {
-		return 0, true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	left = r.plan.BudgetUSD - r.spent
-	return left, left > 0.000001
-}
-
-func (r *run) addSpent(usd float64) float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.spent += usd
-	return r.spent
-}
-
-func (r *run) spentSoFar() float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.spent
-}
-
-// childEnv builds a job's CLI environment: pneuma's own, without CLAUDECODE
-// (set inside a Claude Code session, it would make the CLI think it is
-// nested), plus the job's env.
-func childEnv(base []string, extra map[string]string) []string {
-	out := make([]string, 0, len(base)+len(extra))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "CLAUDECODE" {
-			continue
-		}
-		if _, ok := extra[k]; ok {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for k, v := range extra {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-func envLookup(env []string) func(string) string {
-	return func(key string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-				return v
-			}
-		}
-		return ""
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
@@ -70,7 +71,7 @@ func confine(box *sandbox.Box, cfg *claude.Config) error {
 
 // planSandbox settles a job's sandbox: --sandbox turns it on; its paths
 // are resolved against the jobs file's directory and must exist.
-func (pl *planner) planSandbox(j *Job, spec JobSpec) {
+func (pl *planner) planSandbox(j *Job, spec jobfile.Job) {
 	switch {
 	case pl.o.Sandbox && spec.Sandbox.On():
 		s := *spec.Sandbox
@@ -109,7 +110,7 @@ func (pl *planner) checkSandbox() {
 // sessionSandbox settles a session's sandbox: its paths resolved against
 // the server's working directory, and a sandbox that cannot start refused
 // before the session opens.
-func sessionSandbox(j *Job, spec JobSpec, workDir string) error {
+func sessionSandbox(j *Job, spec jobfile.Job, workDir string) error {
 	if !spec.Sandbox.On() {
 		return nil
 	}

@@ -11,76 +11,19 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
-
-func TestDecodeSandbox(t *testing.T) {
-	f, err := Decode("jobs.yaml", []byte(`version: 1
-defaults:
-  sandbox: true
-jobs:
-  - name: inherits
-    prompt: p
-  - name: off
-    prompt: p
-    sandbox: false
-  - name: opened
-    prompt: p
-    sandbox:
-      network: [example.com, "127.0.0.1:8080"]
-      read: [docs]
-      write: [out]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, j := range f.Jobs {
-		switch {
-		case j.Sandbox == nil:
-			got[j.Name] = "nil"
-		case !j.Sandbox.On():
-			got[j.Name] = "off"
-		default:
-			got[j.Name] = "on " + strings.Join(slices.Concat(j.Sandbox.Network, j.Sandbox.Read, j.Sandbox.Write), ",")
-		}
-	}
-	want := map[string]string{"inherits": "on ", "off": "off", "opened": "on example.com,127.0.0.1:8080,docs,out"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("job %s: sandbox %q, want %q", k, got[k], v)
-		}
-	}
-}
-
-func TestDecodeSandboxErrors(t *testing.T) {
-	for name, tc := range map[string]struct{ yaml, want string }{
-		"string":      {"sandbox: yes please", "jobs.yaml:5:14: sandbox must be true, false or a mapping"},
-		"list":        {"sandbox: [a]", "jobs.yaml:5:14: sandbox must be true, false or a mapping"},
-		"unknown key": {"sandbox: {netwrk: [a]}", `jobs.yaml:5:15: unknown field "netwrk" (did you mean "network"?)`},
-		"url":         {`sandbox: {network: ["https://x.org/"]}`, `jobs.yaml:5:14: sandbox.network: "https://x.org/" is not a host`},
-		"bad port":    {`sandbox: {network: ["x.org:99999"]}`, `jobs.yaml:5:14: sandbox.network: "x.org:99999" is not a host:port`},
-		"empty path":  {`sandbox: {write: [""]}`, `jobs.yaml:5:14: sandbox.write: "" is not a path`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			doc := "version: 1\njobs:\n  - name: a\n    prompt: p\n    " + tc.yaml + "\n"
-			_, err := Decode("jobs.yaml", []byte(doc))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
-}
 
 func TestPlanSandbox(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := &File{Path: filepath.Join(dir, "jobs.yaml")}
+	f := &jobfile.File{Path: filepath.Join(dir, "jobs.yaml")}
 	pl := &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}}
-	spec := JobSpec{Name: "a"}
-	if err := spec.decodeSandbox(t, "{write: [out], read: [missing]}"); err != nil {
+	spec := jobfile.Job{Name: "a"}
+	if err := decodeSandbox(t, &spec, "{write: [out], read: [missing]}"); err != nil {
 		t.Fatal(err)
 	}
 	j := &Job{Name: "a"}
@@ -96,9 +39,9 @@ func TestPlanSandbox(t *testing.T) {
 	// opted out.
 	pl = &planner{ctx: context.Background(), f: f, fileDir: dir, p: &Plan{}, o: PlanOptions{Sandbox: true}}
 	for _, s := range []string{"", "false"} {
-		spec := JobSpec{Name: "b"}
+		spec := jobfile.Job{Name: "b"}
 		if s != "" {
-			if err := spec.decodeSandbox(t, s); err != nil {
+			if err := decodeSandbox(t, &spec, s); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,7 +68,7 @@ func TestUnsandboxedBypass(t *testing.T) {
 var sandboxOn = sandbox.Spec{Enabled: true}
 
 // decodeSandbox sets the job's sandbox from YAML.
-func (j *JobSpec) decodeSandbox(t *testing.T, doc string) error {
+func decodeSandbox(t *testing.T, j *jobfile.Job, doc string) error {
 	t.Helper()
 	return yaml.Unmarshal([]byte(doc), &j.Sandbox)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // A client may switch a session's model and permission mode between or
@@ -59,8 +61,8 @@ func (s *Session) SetModel(ctx context.Context, model string) (ControlAck, error
 // SetPermissionMode switches the session's permission mode; the server
 // checks its policy first.
 func (s *Session) SetPermissionMode(ctx context.Context, mode string) (ControlAck, error) {
-	if !contains(permissionModes, mode) {
-		return ControlAck{}, &ConfigError{fmt.Errorf("permission mode %q is not one of %v", mode, permissionModes)}
+	if modes := jobfile.PermissionModes(); !slices.Contains(modes, mode) {
+		return ControlAck{}, &ConfigError{fmt.Errorf("permission mode %q is not one of %v", mode, modes)}
 	}
 	ack, err := s.control(ctx, func(w *switches) { w.mode = &mode },
 		func(p *claude.Process) (*claude.ControlReply, error) { return p.SetPermissionMode(ctx, mode) })

@@ -11,6 +11,7 @@ import (
 	"github.com/pneuma-cli/pneuma/history"
 	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/worktree"
 )
 
@@ -19,7 +20,7 @@ import (
 // branch pneuma/session/<id> (a spare from the repository's pool when there
 // is one; the session's own when restoring). The session is idle; its CLI
 // starts with the first message.
-func OpenSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Session, error) {
+func OpenSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (*Session, error) {
 	o.defaults()
 	var plan SessionPlan
 	resume := ""
@@ -99,7 +100,7 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 		defer j.stopWriter()
 		res := r.driveJob(runCtx, jr)
 		r.settleParked(runCtx)
-		r.finish(job, &res)
+		r.finished(job, &res)
 		if err := j.save(); err != nil {
 			res.Error = joinErr(res.Error, err.Error())
 		}
@@ -126,14 +127,14 @@ func (o *SessionOptions) defaults() {
 		o.Environ = os.Environ()
 	}
 	if o.Limits == nil {
-		l := LimitsSpec{}.limits()
+		l := limitsOf(jobfile.Limits{})
 		o.Limits = &l
 	}
 }
 
 // initialState is the state of a new session, or the saved one of a
 // restored session (idle, nothing pending: its CLI is gone).
-func (s *Session) initialState(spec *SessionSpec) SessionState {
+func (s *Session) initialState(spec *jobfile.Session) SessionState {
 	if r := s.o.Restore; r != nil {
 		st := *r
 		// Restored idle: clients were told so already, so no status event.
@@ -150,7 +151,7 @@ func (s *Session) initialState(spec *SessionSpec) SessionState {
 // planSession plans a session's job like a job of a jobs file: repository
 // and base resolved, paths, CLI options. Its problems are a *ConfigError, an
 // *EnvError or an *OutsideRootsError.
-func planSession(ctx context.Context, spec *SessionSpec, o SessionOptions) (*Job, error) {
+func planSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (*Job, error) {
 	js := spec.Job
 	dir := o.WorkDir
 	if js.Repo != "" {

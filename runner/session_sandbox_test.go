@@ -8,7 +8,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // A server session with sandbox: true runs its CLI confined, like a job:
@@ -48,8 +48,8 @@ func TestSessionSandbox(t *testing.T) {
 	}
 }
 
-func TestSessionSpecSandboxErrors(t *testing.T) {
-	_, err := runner.DecodeSessionSpec([]byte(`{"sandbox":{"network":["a b"]}}`))
+func TestSessionSandboxErrors(t *testing.T) {
+	_, err := jobfile.DecodeSession([]byte(`{"sandbox":{"network":["a b"]}}`))
 	if err == nil || !strings.Contains(err.Error(), `sandbox: sandbox.network: "a b" is not a host`) {
 		t.Errorf("error %v, want the bad network entry at field sandbox", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -85,7 +86,7 @@ func (e *events) String() string {
 
 func openSession(t *testing.T, env *claudetest.Env, repo, body string, ev *events) *runner.Session {
 	t.Helper()
-	spec, err := runner.DecodeSessionSpec([]byte(body))
+	spec, err := jobfile.DecodeSession([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,9 +408,9 @@ func TestSessionWorktreeFromPool(t *testing.T) {
 	}
 }
 
-func mustSpec(t *testing.T, body string) *runner.SessionSpec {
+func mustSpec(t *testing.T, body string) *jobfile.Session {
 	t.Helper()
-	spec, err := runner.DecodeSessionSpec([]byte(body))
+	spec, err := jobfile.DecodeSession([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

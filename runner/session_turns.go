@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -60,7 +61,7 @@ func (s *Session) Interrupt() error {
 // permission mode leave open: the session's clients, or nobody (the CLI's
 // mode decides).
 func (s *Session) asker() func(context.Context, *claude.ControlRequest) claude.ControlResponse {
-	if s.plan.PermissionPrompt == PermissionPromptClient {
+	if s.plan.PermissionPrompt == jobfile.PermissionPromptClient {
 		return s.ask
 	}
 	return nil

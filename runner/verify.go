@@ -12,37 +12,19 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/internal/redact"
 	"github.com/pneuma-cli/pneuma/internal/tail"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
 // Verification defaults.
-const (
-	defaultVerifyTimeout  = 10 * time.Minute
-	defaultVerifyAttempts = 2
-	verifyOutputLimit     = 8 << 10
-)
-
-// verifyAttempts is how many times the command runs at most.
-func (v *VerifySpec) attempts() int {
-	if v.Attempts <= 0 {
-		return defaultVerifyAttempts
-	}
-	return v.Attempts
-}
-
-func (v *VerifySpec) timeout() time.Duration {
-	if v.Timeout <= 0 {
-		return defaultVerifyTimeout
-	}
-	return v.Timeout.Std()
-}
+const verifyOutputLimit = 8 << 10
 
 // runVerify runs the verification command once in dir: argv only, its own
 // process group (killed whole on timeout), combined output kept as a bounded
 // tail.
-func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, round int) report.VerifyRound {
+func runVerify(ctx context.Context, v *jobfile.Verify, dir string, env []string, round int) report.VerifyRound {
 	res := report.VerifyRound{Round: round, Command: v.Command, ExitCode: -1}
-	ctx, cancel := context.WithTimeout(ctx, v.timeout())
+	ctx, cancel := context.WithTimeout(ctx, v.RunTimeout())
 	defer cancel()
 	start := time.Now()
 	out := tail.New(verifyOutputLimit)
@@ -67,7 +49,7 @@ func runVerify(ctx context.Context, v *VerifySpec, dir string, env []string, rou
 		res.Passed = true
 	case ctx.Err() == context.DeadlineExceeded:
 		res.TimedOut = true
-		fmt.Fprintf(out, "\n[pneuma: killed after the verify timeout of %s]\n", v.timeout())
+		fmt.Fprintf(out, "\n[pneuma: killed after the verify timeout of %s]\n", v.RunTimeout())
 	case errors.As(err, &exitErr):
 		res.ExitCode = exitErr.ExitCode()
 	default:

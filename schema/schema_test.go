@@ -20,7 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/sandbox"
 	"github.com/pneuma-cli/pneuma/schema"
 )
@@ -97,13 +97,13 @@ func repoJobsFiles(t *testing.T) []jobsFile {
 		if yaml.Unmarshal(data, &top) != nil || top["version"] == nil || top["jobs"] == nil {
 			continue // a CI workflow or a Kubernetes manifest
 		}
-		if _, err := runner.Decode(p, data); err != nil {
+		if _, err := jobfile.Decode(p, data); err != nil {
 			t.Errorf("%s does not decode: %v", p, err)
 			continue
 		}
 		out = append(out, jobsFile{p, data})
 	}
-	for _, dir := range []string{"../runner", "../cmd"} {
+	for _, dir := range []string{"../jobfile", "../runner", "../cmd"} {
 		out = append(out, testLiterals(t, dir)...)
 	}
 	return out
@@ -137,7 +137,7 @@ func testLiterals(t *testing.T, dir string) []jobsFile {
 			if err != nil {
 				return true
 			}
-			if _, err := runner.Decode("x.yaml", []byte(s)); err == nil {
+			if _, err := jobfile.Decode("x.yaml", []byte(s)); err == nil {
 				out = append(out, jobsFile{fset.Position(lit.Pos()).String(), []byte(s)})
 			}
 			return true
@@ -206,7 +206,7 @@ func TestSchemaRejectsWhatTheDecoderRejects(t *testing.T) {
 		"sandbox url":       "version: 1\njobs: [{name: a, prompt: p, sandbox: {network: [\"https://x.org/\"]}}]\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := runner.Decode("x.yaml", []byte(doc)); err == nil {
+			if _, err := jobfile.Decode("x.yaml", []byte(doc)); err == nil {
 				t.Fatalf("the decoder accepts %q; the case is wrong", doc)
 			}
 			v, err := yamlToJSON([]byte(doc))
@@ -220,8 +220,8 @@ func TestSchemaRejectsWhatTheDecoderRejects(t *testing.T) {
 	}
 }
 
-// TestSchemaAndDecoderKnowTheSameFields walks runner.File (and JobSpec,
-// VerifySpec, policy.Spec through it) by reflection against the schema's
+// TestSchemaAndDecoderKnowTheSameFields walks jobfile.File (and Job,
+// Verify, policy.Spec through it) by reflection against the schema's
 // properties: a field added to one and not the other fails here, naming the
 // entry to add.
 func TestSchemaAndDecoderKnowTheSameFields(t *testing.T) {
@@ -230,7 +230,7 @@ func TestSchemaAndDecoderKnowTheSameFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &walker{root: root}
-	w.compare("(top level)", reflect.TypeFor[runner.File](), root)
+	w.compare("(top level)", reflect.TypeFor[jobfile.File](), root)
 	for _, p := range w.problems {
 		t.Error(p)
 	}
@@ -315,9 +315,9 @@ func (w *walker) compare(path string, t reflect.Type, n map[string]any) {
 	}
 	want := ""
 	switch {
-	case t == reflect.TypeFor[runner.Duration]():
+	case t == reflect.TypeFor[jobfile.Duration]():
 		want = "string"
-	case t == reflect.TypeFor[runner.SchemaSpec]():
+	case t == reflect.TypeFor[jobfile.Schema]():
 		want = "object|string" // a mapping is an inline schema, a string a path or JSON text
 	case t == reflect.TypeFor[sandbox.Spec]():
 		want = "boolean|object" // true, false, or a mapping that opens more
@@ -342,7 +342,7 @@ func (w *walker) compare(path string, t reflect.Type, n map[string]any) {
 		return
 	}
 	switch {
-	case t == reflect.TypeFor[runner.Duration]():
+	case t == reflect.TypeFor[jobfile.Duration]():
 		if _, ok := n["pattern"]; !ok {
 			w.errorf("%s: a duration needs $ref: #/definitions/duration", path)
 		}

@@ -16,7 +16,9 @@
 # checks (pneuma's defaults; --stagger 0 is reported beside it).
 #
 # Environment: RUN_BENCH_JOBS (60), RUN_BENCH_CONCURRENCY (12), RUN_BENCH_FILES
-# (10000), RUN_BENCH_STAGGERS ("default 0"), RUN_BENCH_PNEUMA_ARGS (extra
+# (10000), RUN_BENCH_STAGGERS ("default 0"), RUN_BENCH_BEFORE (another pneuma
+# binary, e.g. built from an older commit, measured the same way right after
+# this tree's, each stagger side by side), RUN_BENCH_PNEUMA_ARGS (extra
 # flags of pneuma run), CLAUDE_BIN (the pinned CLI), RUN_BENCH_KEEP=1 keeps the
 # scratch directory.
 set -euo pipefail
@@ -147,8 +149,12 @@ echo "/jobs.yaml" >>"$repo/.git/info/exclude"
 mkfifo "$tmp/tick"
 exec {tick}<>"$tmp/tick"
 variants=()
+builds=("pneuma=$pneuma")
+[[ -z "${RUN_BENCH_BEFORE:-}" ]] || builds+=("before=$RUN_BENCH_BEFORE")
 for stagger in $staggers; do
-  name="pneuma-stagger-$stagger"
+for build in "${builds[@]}"; do
+  bin="${build#*=}"
+  name="${build%%=*}-stagger-$stagger"
   variants+=("$name")
   out="$tmp/$name"
   mkdir -p "$out" "$tmp/home-$name"
@@ -162,13 +168,13 @@ for stagger in $staggers; do
   args=(run --json --claude "$claude" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
   args+=("${extra_args[@]}")
-  echo "== $name: pneuma ${args[*]} jobs.yaml   load $(load)"
+  echo "== $name: $bin ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
   c0=$(cpu_ticks)
   times >"$out/times0"
   t0=$(now_us)
   (cd "$repo" && exec env -i "${env_p[@]}" \
-    "$pneuma" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
+    "$bin" "${args[@]}" jobs.yaml >"$out/events.jsonl" 2>"$out/stderr.log") &
   pid=$!
   # pneuma's own peak RSS: VmHWM of its process, which only grows; polled
   # without forking (a builtin read) until the process is gone.
@@ -207,6 +213,7 @@ for l in open(sys.argv[1]):
     mv "$repo/.pneuma/worktrees" "$tmp/trash/worktrees-$name"
     git -C "$repo" worktree prune
   fi
+done
 done
 
 echo

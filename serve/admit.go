@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // CloseNotFound closes a WebSocket whose session or run does not exist;
@@ -38,7 +40,7 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
-	spec, err := DecodeSessionSpec(data)
+	spec, err := jobfile.DecodeSession(data)
 	if err != nil {
 		s.createSession(w, r) // it answers the decoding problems
 		return

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -59,7 +60,7 @@ type Session interface {
 
 // The session types are runner's.
 type (
-	SessionSpec        = runner.SessionSpec
+	SessionSpec        = jobfile.Session
 	SessionOptions     = runner.SessionOptions
 	PermissionDecision = runner.PermissionDecision
 	PendingPermission  = runner.PendingPermission

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // FuzzDecodeClientMessage: any input is decoded or refused, never a panic,
@@ -25,21 +27,21 @@ func FuzzDecodeClientMessage(f *testing.F) {
 	})
 }
 
-// FuzzDecodeSessionSpec: the create-session decoder reports problems with
+// FuzzSessionProblems: the create-session decoder reports problems with
 // field paths and never panics.
-func FuzzDecodeSessionSpec(f *testing.F) {
+func FuzzSessionProblems(f *testing.F) {
 	for _, s := range []string{`{}`, `{"repo":".","model":"opus","timeout":"5m"}`, `{"policy":{"allow":["Read"],"default":"deny"}}`,
 		`{"env":{"A":"b"},"worktree":false}`, `{"max_turns":"x","modle":1}`, `null`, `{"permission_timeout":"-1s"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		spec, err := DecodeSessionSpec(data)
+		spec, err := jobfile.DecodeSession(data)
 		if err != nil {
-			de, ok := err.(*DecodeError)
+			de, ok := err.(*jobfile.DecodeError)
 			if !ok || len(de.Problems) == 0 {
 				t.Fatalf("error without problems: %v", err)
 			}
-			for _, p := range de.Problems {
+			for _, p := range problemsOf(de) {
 				if p.Field == "" || strings.TrimSpace(p.Message) == "" {
 					t.Fatalf("problem without field or message: %+v", p)
 				}

@@ -105,6 +105,27 @@ func TestBodyLimitsAndStrictDecoding(t *testing.T) {
 	}
 }
 
+// One decode error, two sources: a run request's own fields are an "invalid
+// run" at the field's name, its jobs file's problems an "invalid jobs file"
+// at file:line:col; both are jobfile.DecodeError inside and the same
+// {field, message} outside.
+func TestRunDecodeProblems(t *testing.T) {
+	b := newBed(t, nil)
+	tests := []struct{ body, err, field, msg string }{
+		{`{}`, "invalid run", "jobs_file", "give exactly one of jobs_file and jobs_yaml"},
+		{`{"jobs_file":"a.yaml","jobs_yaml":"version: 1"}`, "invalid run", "jobs_file", "give exactly one of jobs_file and jobs_yaml"},
+		{`{"jobs_yaml":"version: 1\nconcurency: 2\njobs: [{name: a, prompt: p}]\n"}`, "invalid jobs file", ":2:1", `unknown field "concurency" (did you mean "concurrency"?)`},
+	}
+	for _, tt := range tests {
+		var e apiError
+		resp := b.do("POST", "/api/runs", tt.body, &e)
+		if resp.StatusCode != http.StatusBadRequest || e.Error != tt.err || len(e.Problems) != 1 ||
+			!strings.HasSuffix(e.Problems[0].Field, tt.field) || e.Problems[0].Message != tt.msg {
+			t.Errorf("POST /api/runs %s: %d %+v, want 400 %q with %s: %s", tt.body, resp.StatusCode, e, tt.err, tt.field, tt.msg)
+		}
+	}
+}
+
 func TestMaxSessions(t *testing.T) {
 	b := newBed(t, func(c *Config) { c.MaxSessions = 2 })
 	b.createSession()

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -85,7 +86,7 @@ const (
 	classAgents
 )
 
-// jobFieldClass classifies every field of runner.JobSpec by its yaml name.
+// jobFieldClass classifies every field of jobfile.Job by its yaml name.
 // A field missing here is refused: a new field is closed until someone
 // decides whether it reaches the host.
 var jobFieldClass = map[string]fieldClass{
@@ -117,7 +118,7 @@ var jobFieldClass = map[string]fieldClass{
 	"plugin_dirs": classGated, "agent": classGated,
 }
 
-// fileFieldClass classifies the run-level fields of runner.File.
+// fileFieldClass classifies the run-level fields of jobfile.File.
 var fileFieldClass = map[string]fieldClass{
 	"version": classClient, "concurrency": classClient, "budget_usd": classBudget,
 	"stagger": classClient, "limits": classClient,
@@ -146,7 +147,7 @@ type policyCheck struct {
 
 // capJob gives a job the operator's caps as its limits where the client set
 // none, so leaving a limit out is never a way past its cap.
-func (p *Policy) capJob(spec *runner.JobSpec) {
+func (p *Policy) capJob(spec *jobfile.Job) {
 	spec.Cap(p.MaxTurns, p.MaxBudgetUSD, p.MaxTimeout)
 	if p.Sandbox {
 		spec.ForceSandbox()
@@ -160,7 +161,7 @@ func refuse(f, format string, args ...any) *PolicyError {
 
 // job checks the fields a job (or defaults, or a session) set, prefix being
 // its field path ("jobs[2]." or "").
-func (c *policyCheck) job(prefix string, spec *runner.JobSpec) error {
+func (c *policyCheck) job(prefix string, spec *jobfile.Job) error {
 	v := reflect.ValueOf(spec).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
@@ -180,7 +181,7 @@ func (c *policyCheck) job(prefix string, spec *runner.JobSpec) error {
 }
 
 // field checks one set field of class cl.
-func (c *policyCheck) field(path string, cl fieldClass, spec *runner.JobSpec, fv reflect.Value) error {
+func (c *policyCheck) field(path string, cl fieldClass, spec *jobfile.Job, fv reflect.Value) error {
 	switch cl {
 	case classClient:
 		return nil
@@ -235,7 +236,7 @@ func (c *policyCheck) field(path string, cl fieldClass, spec *runner.JobSpec, fv
 
 // sandbox checks a job's sandbox field: never off when the operator forces
 // it, its paths under a root, its extra hosts allowed when forced.
-func (c *policyCheck) sandbox(path string, spec *runner.JobSpec) error {
+func (c *policyCheck) sandbox(path string, spec *jobfile.Job) error {
 	sb := spec.Sandbox
 	if sb == nil {
 		return nil
@@ -274,7 +275,7 @@ func (c *policyCheck) gated(path, key string) error {
 // gatedPaths checks the files and directories an allowed field names:
 // opened or not, they stay under the roots (settings and mcp_config given
 // as a file, add_dirs).
-func (c *policyCheck) gatedPaths(path string, spec *runner.JobSpec) error {
+func (c *policyCheck) gatedPaths(path string, spec *jobfile.Job) error {
 	var paths []string
 	switch lastKey(path) {
 	case "settings":
@@ -317,7 +318,7 @@ func (c *policyCheck) path(field, p string) error {
 }
 
 // file checks a jobs file's run-level fields, defaults and jobs.
-func (c *policyCheck) file(f *runner.File) error {
+func (c *policyCheck) file(f *jobfile.File) error {
 	v := reflect.ValueOf(f).Elem()
 	t := v.Type()
 	for i := range t.NumField() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // TestPolicyClassifiesEveryField: a field added to the jobs file is
@@ -19,8 +19,8 @@ func TestPolicyClassifiesEveryField(t *testing.T) {
 		class map[string]fieldClass
 		skip  []string
 	}{
-		{reflect.TypeOf(runner.JobSpec{}), jobFieldClass, nil},
-		{reflect.TypeOf(runner.File{}), fileFieldClass, []string{"defaults", "jobs"}},
+		{reflect.TypeOf(jobfile.Job{}), jobFieldClass, nil},
+		{reflect.TypeOf(jobfile.File{}), fileFieldClass, []string{"defaults", "jobs"}},
 	} {
 		for i := range tc.typ.NumField() {
 			key, _, _ := strings.Cut(tc.typ.Field(i).Tag.Get("yaml"), ",")
@@ -34,7 +34,7 @@ func TestPolicyClassifiesEveryField(t *testing.T) {
 	}
 	c := policyCheck{p: &Policy{}}
 	var pe *PolicyError
-	if err := c.field("jobs[0].sandbox", 0, &runner.JobSpec{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
+	if err := c.field("jobs[0].sandbox", 0, &jobfile.Job{}, reflect.Value{}); !errors.As(err, &pe) || pe.Field != "jobs[0].sandbox" {
 		t.Errorf("an unclassified field: %v", err)
 	}
 }
@@ -46,19 +46,19 @@ func TestPolicyDefaults(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p}
 	for _, m := range []string{"default", "acceptEdits", "plan"} {
-		if err := c.job("", &runner.JobSpec{PermissionMode: m}); err != nil {
+		if err := c.job("", &jobfile.Job{PermissionMode: m}); err != nil {
 			t.Errorf("mode %s: %v", m, err)
 		}
 	}
 	// Fields that change nothing outside the CLI pass.
-	if err := c.job("", &runner.JobSpec{Effort: "high", IncludeHookEvents: true,
-		Agents: map[string]runner.AgentSpec{"r": {Description: "d", Prompt: "p", PermissionMode: "plan"}}}); err != nil {
+	if err := c.job("", &jobfile.Job{Effort: "high", IncludeHookEvents: true,
+		Agents: map[string]jobfile.Agent{"r": {Description: "d", Prompt: "p", PermissionMode: "plan"}}}); err != nil {
 		t.Errorf("effort, hook events and an agent in plan mode: %v", err)
 	}
-	for _, spec := range []runner.JobSpec{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
+	for _, spec := range []jobfile.Job{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
 		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"},
 		{PluginDirs: []string{"p"}}, {Agent: "reviewer"},
-		{Agents: map[string]runner.AgentSpec{"r": {Description: "d", Prompt: "p", PermissionMode: "bypassPermissions"}}}} {
+		{Agents: map[string]jobfile.Agent{"r": {Description: "d", Prompt: "p", PermissionMode: "bypassPermissions"}}}} {
 		if err := c.job("", &spec); err == nil {
 			t.Errorf("%+v allowed by the default policy", spec)
 		}
@@ -71,20 +71,20 @@ func TestPolicyCaps(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p}
 	for _, tc := range []struct {
-		spec  runner.JobSpec
+		spec  jobfile.Job
 		field string
 	}{
-		{runner.JobSpec{MaxTurns: 11}, "max_turns"},
-		{runner.JobSpec{MaxBudgetUSD: 2.5}, "max_budget_usd"},
-		{runner.JobSpec{Timeout: runner.Duration(601e9)}, "timeout"},
-		{runner.JobSpec{IdleTimeout: runner.Duration(601e9)}, "idle_timeout"},
+		{jobfile.Job{MaxTurns: 11}, "max_turns"},
+		{jobfile.Job{MaxBudgetUSD: 2.5}, "max_budget_usd"},
+		{jobfile.Job{Timeout: jobfile.Duration(601e9)}, "timeout"},
+		{jobfile.Job{IdleTimeout: jobfile.Duration(601e9)}, "idle_timeout"},
 	} {
 		var pe *PolicyError
 		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
 			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
 		}
 	}
-	if err := c.job("", &runner.JobSpec{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: runner.Duration(600e9)}); err != nil {
+	if err := c.job("", &jobfile.Job{MaxTurns: 10, MaxBudgetUSD: 2, Timeout: jobfile.Duration(600e9)}); err != nil {
 		t.Errorf("values at the caps: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestPolicyCaps(t *testing.T) {
 // cap, never unlimited; one the client set stays.
 func TestPolicyCapsAsDefaults(t *testing.T) {
 	p := Policy{MaxTurns: 10, MaxBudgetUSD: 2, MaxTimeout: 600e9}
-	f, err := runner.Decode("jobs.yaml", []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n    max_turns: 3\n  - name: b\n    prompt: y\n"))
+	f, err := jobfile.Decode("jobs.yaml", []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n    max_turns: 3\n  - name: b\n    prompt: y\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestPolicyCapsAsDefaults(t *testing.T) {
 	if a.MaxTurns != 3 || a.MaxBudgetUSD != 2 || b.MaxTurns != 10 || b.Timeout.Std() != 600e9 || !b.IsSet("max_turns") {
 		t.Fatalf("capped jobs: a %d turns %g USD, b %d turns %s", a.MaxTurns, a.MaxBudgetUSD, b.MaxTurns, b.Timeout.Std())
 	}
-	spec, err := DecodeSessionSpec([]byte(`{"repo":"."}`))
+	spec, err := jobfile.DecodeSession([]byte(`{"repo":"."}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +119,8 @@ func TestPolicyCapsAsDefaults(t *testing.T) {
 // refused and every job gets one.
 func TestPolicySandbox(t *testing.T) {
 	root := t.TempDir()
-	decode := func(yaml string) *runner.JobSpec {
-		f, err := runner.Decode(filepath.Join(root, "jobs.yaml"), []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n"+yaml))
+	decode := func(yaml string) *jobfile.Job {
+		f, err := jobfile.Decode(filepath.Join(root, "jobs.yaml"), []byte("version: 1\njobs:\n  - name: a\n    prompt: x\n"+yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,20 +164,20 @@ func TestPolicyAllowedPaths(t *testing.T) {
 	p.defaults()
 	c := policyCheck{p: &p, roots: []string{root}, dir: root}
 	for _, tc := range []struct {
-		spec  runner.JobSpec
+		spec  jobfile.Job
 		field string
 	}{
-		{runner.JobSpec{Settings: "/etc/settings.json"}, "settings"},
-		{runner.JobSpec{MCPConfig: "../mcp.json"}, "mcp_config"},
-		{runner.JobSpec{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
-		{runner.JobSpec{PluginDirs: []string{"/opt/plugins"}}, "plugin_dirs[0]"},
+		{jobfile.Job{Settings: "/etc/settings.json"}, "settings"},
+		{jobfile.Job{MCPConfig: "../mcp.json"}, "mcp_config"},
+		{jobfile.Job{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
+		{jobfile.Job{PluginDirs: []string{"/opt/plugins"}}, "plugin_dirs[0]"},
 	} {
 		var pe *PolicyError
 		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {
 			t.Errorf("%+v: %v, want a refusal of %s", tc.spec, err, tc.field)
 		}
 	}
-	if err := c.job("", &runner.JobSpec{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
+	if err := c.job("", &jobfile.Job{Settings: `{"model":"x"}`, MCPConfig: "mcp.json", AddDirs: []string{"sub"}}); err != nil {
 		t.Errorf("inline settings and paths under the root: %v", err)
 	}
 }

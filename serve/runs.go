@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
@@ -207,12 +208,12 @@ const MaxJobsFile = 4 << 20
 // name, and plans them the way `pneuma run` does, with the run directory in
 // the state directory.
 func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, error) {
-	var f *runner.File
+	var f *jobfile.File
 	var err error
 	dir := s.cfg.WorkDir
 	switch {
 	case (req.JobsFile == "") == (req.JobsYAML == ""):
-		return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: "give exactly one of jobs_file and jobs_yaml"}}}
+		return nil, requestProblem("jobs_file", "give exactly one of jobs_file and jobs_yaml")
 	case req.JobsFile != "":
 		path := runner.ResolvePath(s.cfg.WorkDir, req.JobsFile)
 		if _, err := safefile.CheckRoots(path, s.cfg.Roots); err != nil {
@@ -220,14 +221,14 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 		}
 		data, rerr := safefile.Read(path, s.cfg.Roots, MaxJobsFile)
 		if rerr != nil {
-			return nil, &DecodeError{Problems: []Problem{{Field: "jobs_file", Message: readProblem(req.JobsFile, rerr)}}}
+			return nil, requestProblem("jobs_file", readProblem(req.JobsFile, rerr))
 		}
 		dir = filepath.Dir(path)
-		f, err = runner.Decode(path, data)
+		f, err = jobfile.Decode(path, data)
 	default:
 		// Jobs without repo run in the server's working directory: the
 		// text is read as if it were a file there.
-		f, err = runner.Decode(filepath.Join(s.cfg.WorkDir, "jobs_yaml"), []byte(req.JobsYAML))
+		f, err = jobfile.Decode(filepath.Join(s.cfg.WorkDir, "jobs_yaml"), []byte(req.JobsYAML))
 	}
 	if err != nil {
 		return nil, err
@@ -259,6 +260,12 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 		}
 	}
 	return p, nil
+}
+
+// requestProblem is a problem of a run request's own field (not of the jobs
+// file it names), at that field's path.
+func requestProblem(field, msg string) error {
+	return &jobfile.DecodeError{Problems: []jobfile.Problem{{Pos: jobfile.Pos{Path: field}, Msg: msg}}}
 }
 
 // readProblem phrases a failed read of a client's file without the
@@ -398,8 +405,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 // outside the roots 403.
 func (s *Server) runError(w http.ResponseWriter, err error) {
 	var oe *OutsideRootsError
-	var de *DecodeError
-	var rde *runner.DecodeError
+	var de *jobfile.DecodeError
 	var ce *runner.ConfigError
 	var ee *runner.EnvError
 	if policyError(w, err, "invalid run") {
@@ -409,13 +415,11 @@ func (s *Server) runError(w http.ResponseWriter, err error) {
 	case errors.As(err, &oe):
 		writeError(w, http.StatusForbidden, "%v", err)
 	case errors.As(err, &de):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid run", Problems: de.Problems})
-	case errors.As(err, &rde):
-		probs := make([]Problem, len(rde.Problems))
-		for i, p := range rde.Problems {
-			probs[i] = Problem{Field: p.Pos.String(), Message: p.Msg}
+		what := "invalid jobs file"
+		if de.Problems[0].Pos.File == "" { // the request's own fields (requestProblem)
+			what = "invalid run"
 		}
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid jobs file", Problems: probs})
+		writeJSON(w, http.StatusBadRequest, apiError{Error: what, Problems: problemsOf(de)})
 	case errors.As(err, &ce), errors.As(err, &ee):
 		writeError(w, http.StatusBadRequest, "%v", err)
 	default:

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/serve/eventlog"
 	"github.com/pneuma-cli/pneuma/usage"
@@ -81,11 +82,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	spec, err := DecodeSessionSpec(data)
+	spec, err := jobfile.DecodeSession(data)
 	if err != nil {
-		var de *DecodeError
+		var de *jobfile.DecodeError
 		if errors.As(err, &de) {
-			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+			writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: problemsOf(de)})
 			return
 		}
 		writeError(w, http.StatusBadRequest, "%v", err)
@@ -125,7 +126,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 // engineError maps runner's typed errors to statuses.
 func (s *Server) engineError(w http.ResponseWriter, err error) {
 	var oe *OutsideRootsError
-	var de *DecodeError
+	var de *jobfile.DecodeError
 	var ce *runner.ConfigError
 	switch {
 	case errors.As(err, &oe):
@@ -133,7 +134,7 @@ func (s *Server) engineError(w http.ResponseWriter, err error) {
 	case errors.As(err, &ce): // the client's request (a missing repo, not a repository, a bad base)
 		writeError(w, http.StatusBadRequest, "%v", err)
 	case errors.As(err, &de):
-		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: de.Problems})
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: problemsOf(de)})
 	case errors.Is(err, errClosed), errors.Is(err, errDamaged), errors.Is(err, ErrPermissionResolved):
 		writeError(w, http.StatusConflict, "%v", err)
 	case errors.Is(err, ErrNoSuchPermission):

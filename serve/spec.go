@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/pneuma-cli/pneuma/runner"
+	"github.com/pneuma-cli/pneuma/jobfile"
 )
 
 // Problem is one thing wrong with a request body, at a field path.
@@ -17,40 +17,13 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// DecodeError lists every problem of a request body (mirrors
-// runner.DecodeError's session form; to be replaced at merge).
-type DecodeError struct {
-	Problems []Problem
-}
-
-func (e *DecodeError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.Field + ": " + p.Message
-	}
-	return strings.Join(parts, "; ")
-}
-
-// DecodeSessionSpec decodes a create-session request with runner's strict
-// decoder (the jobs file's checks) and names each problem's field path.
-func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
-	spec, err := runner.DecodeSessionSpec(data)
-	var de *runner.DecodeError
-	if errors.As(err, &de) {
-		return nil, &DecodeError{Problems: problemsOf(de)}
-	}
-	return spec, err
-}
-
-// problemsOf turns runner's positioned problems into field-path problems.
-func problemsOf(de *runner.DecodeError) []Problem {
+// problemsOf turns the jobs-file package's positioned problems into the
+// API's: a request's problems name their field path, a jobs file's their
+// file:line:col.
+func problemsOf(de *jobfile.DecodeError) []Problem {
 	out := make([]Problem, 0, len(de.Problems))
 	for _, p := range de.Problems {
-		field := p.Pos.Path
-		if field == "" {
-			field = p.Pos.String()
-		}
-		out = append(out, Problem{Field: field, Message: p.Msg})
+		out = append(out, Problem{Field: p.Pos.String(), Message: p.Msg})
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 	"github.com/pneuma-cli/pneuma/telemetry"
@@ -119,7 +120,7 @@ func runWithTelemetry(t *testing.T, proto, endpoint string, env *envOutput) *rep
 	if err := os.WriteFile(path, []byte(threeJobsYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := runner.ReadFile(path)
+	f, err := jobfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}

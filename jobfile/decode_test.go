@@ -1,4 +1,4 @@
-package runner
+package jobfile
 
 import (
 	"errors"
@@ -197,7 +197,7 @@ jobs:
 }
 
 func TestExampleJobsFileLoads(t *testing.T) {
-	f, err := ReadFile("../jobs.example.yaml")
+	f, err := Read("../jobs.example.yaml")
 	if err != nil {
 		t.Fatalf("jobs.example.yaml: %v", err)
 	}

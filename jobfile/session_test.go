@@ -1,4 +1,4 @@
-package runner
+package jobfile
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-func TestDecodeSessionSpec(t *testing.T) {
-	spec, err := DecodeSessionSpec([]byte(`{"name":"fix","repo":"r","base":"main","model":"sonnet","permission_mode":"acceptEdits",
+func TestDecodeSession(t *testing.T) {
+	spec, err := DecodeSession([]byte(`{"name":"fix","repo":"r","base":"main","model":"sonnet","permission_mode":"acceptEdits",
 		"policy":{"deny":["Bash(rm:*)"]},"permission_prompt":"client","permission_timeout":"30s","env":{"A":"1"},"timeout":"10m"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -18,17 +18,17 @@ func TestDecodeSessionSpec(t *testing.T) {
 		spec.PermissionPrompt != "client" || spec.PermissionWait() != 30*time.Second || spec.Job.Timeout.Std() != 10*time.Minute {
 		t.Fatalf("decoded %+v", spec)
 	}
-	spec, err = DecodeSessionSpec([]byte(`{"fork_session":true,"resume":"8f0e","effort":"low","include_hook_events":true}`))
+	spec, err = DecodeSession([]byte(`{"fork_session":true,"resume":"8f0e","effort":"low","include_hook_events":true}`))
 	if err != nil || !spec.ForkSession || spec.Resume != "8f0e" || spec.Job.Effort != "low" || !spec.Job.IncludeHookEvents {
 		t.Fatalf("decoded %+v, %v", spec, err)
 	}
-	if (&SessionSpec{}).PermissionWait() != DefaultPermissionTimeout {
+	if (&Session{}).PermissionWait() != DefaultPermissionTimeout {
 		t.Fatal("default permission timeout")
 	}
 }
 
 // Every problem at once, each with its field path.
-func TestDecodeSessionSpecProblems(t *testing.T) {
+func TestDecodeSessionProblems(t *testing.T) {
 	tests := []struct {
 		body string
 		want []string
@@ -65,7 +65,7 @@ func TestDecodeSessionSpecProblems(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		_, err := DecodeSessionSpec([]byte(tt.body))
+		_, err := DecodeSession([]byte(tt.body))
 		var de *DecodeError
 		if !errors.As(err, &de) {
 			t.Fatalf("%s: err = %v, want a *DecodeError", tt.body, err)
@@ -82,12 +82,12 @@ func TestDecodeSessionSpecProblems(t *testing.T) {
 	}
 }
 
-func FuzzDecodeSessionSpec(f *testing.F) {
+func FuzzDecodeSession(f *testing.F) {
 	f.Add([]byte(`{"repo":"r","policy":{"allow":["Read"]},"permission_prompt":"client"}`))
 	f.Add([]byte(`{"env":{"A":"1"},"timeout":"1m","add_dirs":["x"]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		spec, err := DecodeSessionSpec(data)
+		spec, err := DecodeSession(data)
 		if err == nil && spec == nil {
 			t.Fatal("nil spec without an error")
 		}
@@ -109,7 +109,7 @@ func TestEveryJobFieldDecidedForSessions(t *testing.T) {
 			t.Errorf("%s is both honoured and refused", f)
 		}
 	}
-	typ := reflect.TypeOf(JobSpec{})
+	typ := reflect.TypeOf(Job{})
 	for i := range typ.NumField() {
 		tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
 		if tag == "" || tag == "-" {

@@ -1,4 +1,4 @@
-package runner
+package jobfile
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// SessionSpec is what a client sets when it opens a server session: the job
+// Session is what a client sets when it opens a server session: the job
 // fields of the jobs file that a session honours (sessionJobFields; the
 // others are refused, sessionRefused), plus the session's own.
-type SessionSpec struct {
+type Session struct {
 	// Job holds the job fields (its Name is the session's label).
-	Job JobSpec `json:"job"`
+	Job Job `json:"job"`
 	// Resume is a CLI session id to continue; with ForkSession the
 	// session continues a copy of it (--fork-session), leaving it as it was.
 	Resume      string `json:"resume,omitempty"`
@@ -63,10 +63,10 @@ var sessionRefused = map[string]string{
 // sessionFields are every field of a session request.
 var sessionFields = append(append([]string(nil), sessionJobFields...), "resume", "fork_session", "permission_prompt", "permission_timeout")
 
-// DecodeSessionSpec decodes a session request (a JSON object) strictly, like
+// DecodeSession decodes a session request (a JSON object) strictly, like
 // the jobs file: unknown fields, wrong types and invalid values are all
 // reported at once in a *DecodeError whose problems name their field path.
-func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
+func DecodeSession(data []byte) (*Session, error) {
 	d := &decoder{file: "request", paths: map[*yaml.Node]string{}}
 	var root yaml.Node
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -82,7 +82,7 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 		d.errorf(doc, "a session request must be a JSON object, not %s", kindName(doc))
 		return nil, d.err()
 	}
-	spec := &SessionSpec{Job: d.sessionJob(doc)}
+	spec := &Session{Job: d.sessionJob(doc)}
 	d.sessionOwn(doc, spec)
 	d.validateJob(&spec.Job)
 	if err := d.err(); err != nil {
@@ -93,7 +93,7 @@ func DecodeSessionSpec(data []byte) (*SessionSpec, error) {
 
 // sessionJob decodes the job fields of a session request and reports the
 // fields a session does not take.
-func (d *decoder) sessionJob(doc *yaml.Node) JobSpec {
+func (d *decoder) sessionJob(doc *yaml.Node) Job {
 	job := &yaml.Node{Kind: yaml.MappingNode, Line: doc.Line, Column: doc.Column}
 	allowed := map[string]bool{}
 	for _, k := range sessionJobFields {
@@ -109,14 +109,14 @@ func (d *decoder) sessionJob(doc *yaml.Node) JobSpec {
 		case sessionRefused[k.Value] != "":
 			d.errorf(k, "%s", sessionRefused[k.Value])
 		default:
-			d.errorf(k, "unknown field %q%s", k.Value, suggest(k.Value, sessionFields))
+			d.errorf(k, "unknown field %q%s", k.Value, Suggest(k.Value, sessionFields))
 		}
 	}
 	return d.job(job, false)
 }
 
 // sessionOwn decodes the fields only sessions have.
-func (d *decoder) sessionOwn(doc *yaml.Node, spec *SessionSpec) {
+func (d *decoder) sessionOwn(doc *yaml.Node, spec *Session) {
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		switch k.Value {
@@ -167,7 +167,7 @@ func notePaths(paths map[*yaml.Node]string, n *yaml.Node, path string) {
 }
 
 // PermissionWait is how long a permission request of the session waits.
-func (s *SessionSpec) PermissionWait() time.Duration {
+func (s *Session) PermissionWait() time.Duration {
 	if s.PermissionTimeout > 0 {
 		return s.PermissionTimeout.Std()
 	}
@@ -175,4 +175,4 @@ func (s *SessionSpec) PermissionWait() time.Duration {
 }
 
 // String names the spec for errors.
-func (s *SessionSpec) String() string { return fmt.Sprintf("session %q in %s", s.Job.Name, s.Job.Repo) }
+func (s *Session) String() string { return fmt.Sprintf("session %q in %s", s.Job.Name, s.Job.Repo) }

@@ -3,16 +3,104 @@ package runner
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/pneuma-cli/pneuma/claude"
-	"github.com/pneuma-cli/pneuma/internal/safefile"
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
+
+// DefaultMaxWait is limits.max_wait when the jobs file sets none.
+const DefaultMaxWait = 6 * time.Hour
+
+// Limits are a plan's usage-limit settings, defaults applied.
+type Limits struct {
+	Wait               bool          `json:"wait"`
+	MaxWait            time.Duration `json:"max_wait"`
+	ReserveUtilization float64       `json:"reserve_utilization,omitempty"`
+}
+
+// limits applies the defaults to a limits: block.
+func limitsOf(s jobfile.Limits) Limits {
+	l := Limits{Wait: s.Wait == nil || *s.Wait, MaxWait: s.MaxWait.Std(), ReserveUtilization: s.ReserveUtilization}
+	if l.MaxWait <= 0 {
+		l.MaxWait = DefaultMaxWait
+	}
+	return l
+}
+
+// usageLimit returns the reset of a usage limit that stopped an attempt:
+// the CLI's rate_limit_event said rejected, and the attempt failed on the
+// API's 429. ok is false for any other outcome.
+func usageLimit(v verdict, rl *claude.RateLimitInfo, res *claude.Result) (reset time.Time, ok bool) {
+	if v.status == report.StatusSucceeded || rl == nil || rl.Status != claude.RateLimitRejected {
+		return time.Time{}, false
+	}
+	if res != nil && res.APIErrorStatus != nil && *res.APIErrorStatus != 429 {
+		return time.Time{}, false
+	}
+	if rl.ResetsAt <= 0 {
+		return time.Time{}, true
+	}
+	return time.Unix(rl.ResetsAt, 0), true
+}
+
+// holdFor decides how long a run waits for a usage limit's reset: the time
+// until reset (zero when it has passed), or ok false when it may not wait
+// (waiting is off, the reset is unknown, or it is beyond maxWait).
+func holdFor(l Limits, now, reset time.Time) (time.Duration, bool) {
+	if !l.Wait || reset.IsZero() {
+		return 0, false
+	}
+	d := max(reset.Sub(now), 0)
+	return d, d <= l.MaxWait
+}
+
+// pastReserve reports whether a reported utilization leaves less than the
+// quota kept for people.
+func pastReserve(l Limits, rl *claude.RateLimitInfo) bool {
+	return l.ReserveUtilization > 0 && rl != nil && rl.Utilization != nil && *rl.Utilization >= l.ReserveUtilization
+}
+
+// reportRateLimit turns the CLI's rate-limit state into the report's.
+func reportRateLimit(rl *claude.RateLimitInfo) *report.RateLimit {
+	if rl == nil {
+		return nil
+	}
+	out := &report.RateLimit{Status: rl.Status, Type: rl.Type, Utilization: rl.Utilization}
+	if rl.ResetsAt > 0 {
+		out.ResetsAt = time.Unix(rl.ResetsAt, 0).UTC()
+	}
+	return out
+}
+
+// waitLine is the line a run prints when it waits for a usage limit.
+func waitLine(now, reset time.Time, held int) string {
+	d := reset.Sub(now).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return fmt.Sprintf("usage limit reached; waiting until %s (%s) to resume %d %s",
+		reset.Local().Format("15:04"), shortDuration(d), held, plural(held, "job", "jobs"))
+}
+
+// shortDuration writes 3h12m, 12m5s or 40s.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 // maxHolds bounds how often one job waits for a usage limit's reset.
 const maxHolds = 3
@@ -101,62 +189,4 @@ func noWait(l Limits, reset time.Time) string {
 		return "the CLI gave no reset time"
 	}
 	return fmt.Sprintf("it resets at %s, beyond limits.max_wait (%s)", reset.UTC().Format(time.RFC3339), l.MaxWait)
-}
-
-// overloadAnswer reports whether a failed attempt's answer was a 429 or 529.
-func overloadAnswer(a attempt) bool {
-	if a.status == report.StatusSucceeded || a.reason == report.ReasonUsageLimit || a.result == nil {
-		return false
-	}
-	if s := a.result.APIErrorStatus; s != nil {
-		return *s == 429 || *s == 529
-	}
-	t := strings.ToLower(a.result.Result)
-	return strings.Contains(t, "overloaded") || strings.Contains(t, "529")
-}
-
-// overloadRetry reports whether a CLI's api_retry was for a 429 or 529.
-func overloadRetry(rt *claude.APIRetry) bool {
-	if rt.ErrorStatus != nil {
-		return *rt.ErrorStatus == 429 || *rt.ErrorStatus == 529
-	}
-	return strings.Contains(strings.ToLower(rt.Error), "overloaded")
-}
-
-// limitOptions plans a job's fallback model and output schema.
-func (pl *planner) limitOptions(j *Job, spec JobSpec) {
-	j.FallbackModel = firstNonEmpty(spec.FallbackModel, pl.o.FallbackModel)
-	if j.FallbackModel != "" {
-		j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--fallback-model", j.FallbackModel)
-	}
-	if spec.OutputSchema == "" {
-		return
-	}
-	data := []byte(spec.OutputSchema)
-	if !spec.OutputSchema.inline() {
-		var err error
-		if data, err = safefile.Read(resolvePath(pl.fileDir, string(spec.OutputSchema)), pl.o.Roots, safefile.MaxSize); err != nil {
-			pl.problem(spec.PosOf("output_schema"), "output_schema %s: %v", spec.OutputSchema, pathErr(err))
-			return
-		}
-	}
-	if _, err := compileSchema(data); err != nil {
-		pl.problem(spec.PosOf("output_schema"), "output_schema: %v", err)
-		return
-	}
-	j.OutputSchema = data
-	j.Options.ExtraArgs = append(slices.Clip(j.Options.ExtraArgs), "--json-schema", string(data))
-}
-
-// compileSchema compiles a JSON Schema document.
-func compileSchema(data []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
-	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("output_schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("output_schema.json")
 }
