@@ -100,20 +100,20 @@ type Event struct {
 	SpentUSD float64     `json:"spent_usd"`
 	Result   *report.Job `json:"result,omitempty"`
 	// The fields of the fine events (Options.Observer).
-	Turn       int            `json:"turn,omitempty"`
-	Status     string         `json:"status,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Model      string         `json:"model,omitempty"`
-	CostUSD    float64        `json:"cost_usd,omitempty"`
-	Usage      *report.Usage  `json:"usage,omitempty"`
-	WaitMS     int64          `json:"wait_ms,omitempty"`
-	DurationMS int64          `json:"duration_ms,omitempty"`
-	Tool       *ToolCall      `json:"tool,omitempty"`
+	Turn       int           `json:"turn,omitempty"`
+	Status     string        `json:"status,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Model      string        `json:"model,omitempty"`
+	CostUSD    float64       `json:"cost_usd,omitempty"`
+	Usage      *report.Usage `json:"usage,omitempty"`
+	WaitMS     int64         `json:"wait_ms,omitempty"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
+	Tool       *ToolCall     `json:"tool,omitempty"`
 	// Compact and Task are the payloads of compact_boundary and
 	// background_task.
 	Compact *claude.CompactBoundary `json:"compact,omitempty"`
 	Task    *claude.Task            `json:"task,omitempty"`
-	Report     *report.Report `json:"report,omitempty"`
+	Report  *report.Report          `json:"report,omitempty"`
 }
 
 // Reporter receives run events. Run calls it from several goroutines at

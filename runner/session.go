@@ -54,7 +54,7 @@ type Session struct {
 	// switched are the model and permission mode a client set mid-session,
 	// for the CLI processes that start later (session_control.go).
 	switched switches
-	failed     bool // the run ended by itself: no more messages
+	failed   bool // the run ended by itself: no more messages
 }
 
 // accounts are what a session's finished CLI processes spent.
