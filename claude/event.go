@@ -10,8 +10,9 @@ import (
 	"github.com/pneuma-cli/pneuma/usage"
 )
 
-// Event types pneuma gives a meaning to. Any other type the CLI writes is
-// passed through with its Type set and no typed payload.
+// Event types pneuma gives a meaning to (kinds.go names the others). Any
+// other type the CLI writes is passed through with its Type set and no
+// typed payload.
 const (
 	TypeSystem          = "system"
 	TypeAssistant       = "assistant"
@@ -61,12 +62,21 @@ type Event struct {
 	// RateLimit is the account's unified rate-limit state (rate_limit_event).
 	RateLimit *RateLimitInfo
 	Control   *ControlRequest // control_request (CLI -> client)
-	Reply     *ControlReply   // control_response (CLI -> client)
+	// The system lines pneuma acts on beyond init and api_retry (kinds.go).
+	Compact    *CompactBoundary // system/compact_boundary
+	Fallback   *ModelFallback   // system/model_refusal_fallback
+	WritesLost *WritesLost      // system/session_writes_lost
+	Denied     *Denied          // system/permission_denied
+	Task       *Task            // system/task_started, task_updated, task_progress, task_notification
+	Background *BackgroundTasks // system/background_tasks_changed
+	Hook       *Hook            // system/hook_started, hook_progress, hook_response
+	Reply      *ControlReply    // control_response (CLI -> client)
 	// CancelRequestID is the request_id named by a control_cancel_request.
 	CancelRequestID string
-	// Parts are the parts of an assistant, user or stream_event line that
-	// are passed on as written, when Config.Parts asked for them (nil
-	// otherwise): taken in the line's one decoding pass.
+	// Parts are the parts of a line that are passed on as written, when
+	// Config.Parts asked for them (nil otherwise): an assistant, user or
+	// stream_event line's, taken in the line's one decoding pass, or any
+	// other line whole.
 	Parts *Parts
 
 	// Err says why the line, or part of it, could not be decoded. A partial
@@ -265,6 +275,10 @@ type Parts struct {
 	Event json.RawMessage
 	// UUID is the line's "uuid".
 	UUID string
+	// Line is the whole line as written, for lines of other kinds (system
+	// lines pneuma only names, hooks, kinds it does not know): they are
+	// small, and a session passes them on verbatim.
+	Line json.RawMessage
 }
 
 // lineHead is the part every line shares.
@@ -359,8 +373,12 @@ func decode(line []byte, parts bool) Event {
 	if h.ParentToolUseID != nil {
 		ev.ParentToolUseID = *h.ParentToolUseID
 	}
-	if kept != nil && (h.Type == TypeAssistant || h.Type == TypeUser || h.Type == TypeStreamEvent) {
-		ev.Parts = kept
+	if kept != nil {
+		if h.Type == TypeAssistant || h.Type == TypeUser || h.Type == TypeStreamEvent {
+			ev.Parts = kept
+		} else {
+			ev.Parts = &Parts{Line: bytes.Clone(trimmed)}
+		}
 	}
 	err = nil
 	switch {
@@ -370,6 +388,8 @@ func decode(line []byte, parts bool) Event {
 	case h.Type == TypeSystem && h.Subtype == SubtypeAPIRetry:
 		ev.Retry = new(APIRetry)
 		err = json.Unmarshal(trimmed, ev.Retry)
+	case h.Type == TypeSystem:
+		err = decodeSystem(&ev, trimmed)
 	case h.Type == TypeAssistant || h.Type == TypeUser:
 		if msg != nil {
 			ev.Message, err = msg.message()

@@ -324,6 +324,40 @@ func (p *Process) MCPStatus(ctx context.Context) ([]MCPServer, error) {
 	return body.MCPServers, nil
 }
 
+// SetModel switches the model of the running session (the set_model
+// control request) from the next API call on; "" returns to the session's
+// default model. It returns the CLI's acknowledgement.
+func (p *Process) SetModel(ctx context.Context, model string) (*ControlReply, error) {
+	body := struct {
+		Subtype string  `json:"subtype"`
+		Model   *string `json:"model"`
+	}{Subtype: "set_model"}
+	if model != "" {
+		body.Model = &model
+	}
+	return p.ack(ctx, "set_model", body)
+}
+
+// SetPermissionMode changes the permission mode of the running session (the
+// set_permission_mode control request). The CLI's acknowledgement names
+// the mode now in effect, which can differ from the one asked for.
+func (p *Process) SetPermissionMode(ctx context.Context, mode string) (*ControlReply, error) {
+	return p.ack(ctx, "set_permission_mode", map[string]string{"subtype": "set_permission_mode", "mode": mode})
+}
+
+// ack sends a control request and returns the CLI's reply; an error reply
+// is an error that carries the CLI's message.
+func (p *Process) ack(ctx context.Context, subtype string, body any) (*ControlReply, error) {
+	reply, err := p.request(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", subtype, err)
+	}
+	if reply.Subtype != "success" {
+		return reply, fmt.Errorf("%s: claude answered %s: %s", subtype, reply.Subtype, reply.Error)
+	}
+	return reply, nil
+}
+
 // request sends a control request and waits for the control_response with
 // the same request_id.
 func (p *Process) request(ctx context.Context, body any) (*ControlReply, error) {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
@@ -138,7 +140,39 @@ func (r *lineReporter) Event(e runner.Event) {
 		if j.Error != "" && j.Status != report.StatusSucceeded {
 			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, text.Shorten(j.Error, 400)))
 		}
+		if line := tasksLeft(j); line != "" {
+			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, line))
+		}
+	case runner.EventCompactBoundary, runner.EventModelFallback, runner.EventWritesLost:
+		r.echo(fmt.Sprintf("%s note   %s: %s\n", ts, e.Job, text.Shorten(e.Message, 400)))
 	}
+}
+
+// printable drops the control characters of s, which the model wrote:
+// none reaches the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// tasksLeft says which background tasks a job left running at its result,
+// "" when none.
+func tasksLeft(j *report.Job) string {
+	if len(j.TasksRunning) == 0 {
+		return ""
+	}
+	names := make([]string, len(j.TasksRunning))
+	for i, t := range j.TasksRunning {
+		names[i] = printable(t.ID)
+		if t.Description != "" {
+			names[i] += " (" + text.Shorten(printable(t.Description), 80) + ")"
+		}
+	}
+	return fmt.Sprintf("%d background task(s) still running at the result: %s", len(names), strings.Join(names, ", "))
 }
 
 // echo prints text that may come from the model or the CLI. In GitHub

@@ -92,3 +92,24 @@ func waitFor(t *testing.T, out *syncBuffer, s string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestLineReporterTasksLeftRunning: pneuma run says which background tasks
+// a job left running at its result, without the model's control characters.
+func TestLineReporterTasksLeftRunning(t *testing.T) {
+	var out bytes.Buffer
+	r := &lineReporter{w: &out}
+	r.Event(runner.Event{Type: runner.EventCompactBoundary, Time: time.Now(), Job: "x", Message: "the conversation was compacted (auto) from 150000 tokens"})
+	r.Event(runner.Event{Type: runner.EventJobFinished, Time: time.Now(), Job: "x", Result: &report.Job{
+		Name: "x", Status: report.StatusSucceeded, TasksRunning: []report.Task{{ID: "b1", Description: "dev\x1b[2Jserver"}},
+	}})
+	got := out.String()
+	if !strings.Contains(got, "x: 1 background task(s) still running at the result: b1 (dev [2Jserver)") {
+		t.Errorf("no tasks-left line: %q", got)
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("a control character reached the terminal: %q", got)
+	}
+	if !strings.Contains(got, "note   x: the conversation was compacted") {
+		t.Errorf("no compaction line: %q", got)
+	}
+}

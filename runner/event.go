@@ -3,6 +3,7 @@ package runner
 import (
 	"time"
 
+	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -23,6 +24,15 @@ const (
 	// EventUsageReserve: a job reported a utilization past
 	// limits.reserve_utilization; no new job starts.
 	EventUsageReserve = "usage_reserve"
+	// EventCompactBoundary: a job's CLI compacted its conversation
+	// (Compact). EventModelFallback: its model refused and the CLI went on
+	// with Model. EventWritesLost: it could not save its transcript or
+	// config (Reason is the error code). EventBackgroundTask: a background
+	// task started or ended (Task).
+	EventCompactBoundary = "compact_boundary"
+	EventModelFallback   = "model_fallback"
+	EventWritesLost      = "session_writes_lost"
+	EventBackgroundTask  = "background_task"
 )
 
 // Fine event types: the inside of a job, sent only to Options.Observer
@@ -97,16 +107,20 @@ type Event struct {
 	SpentUSD float64     `json:"spent_usd"`
 	Result   *report.Job `json:"result,omitempty"`
 	// The fields of the fine events (Options.Observer).
-	Turn       int            `json:"turn,omitempty"`
-	Status     string         `json:"status,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Model      string         `json:"model,omitempty"`
-	CostUSD    float64        `json:"cost_usd,omitempty"`
-	Usage      *report.Usage  `json:"usage,omitempty"`
-	WaitMS     int64          `json:"wait_ms,omitempty"`
-	DurationMS int64          `json:"duration_ms,omitempty"`
-	Tool       *ToolCall      `json:"tool,omitempty"`
-	Report     *report.Report `json:"report,omitempty"`
+	Turn       int           `json:"turn,omitempty"`
+	Status     string        `json:"status,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Model      string        `json:"model,omitempty"`
+	CostUSD    float64       `json:"cost_usd,omitempty"`
+	Usage      *report.Usage `json:"usage,omitempty"`
+	WaitMS     int64         `json:"wait_ms,omitempty"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
+	Tool       *ToolCall     `json:"tool,omitempty"`
+	// Compact and Task are the payloads of compact_boundary and
+	// background_task.
+	Compact *claude.CompactBoundary `json:"compact,omitempty"`
+	Task    *claude.Task            `json:"task,omitempty"`
+	Report  *report.Report          `json:"report,omitempty"`
 }
 
 // Reporter receives run events. Run calls it from several goroutines at

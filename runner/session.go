@@ -51,7 +51,10 @@ type Session struct {
 	answered   map[string]bool
 	lastChange string // the last content_update sent, to send only news
 	closed     bool
-	failed     bool // the run ended by itself: no more messages
+	// switched are the model and permission mode a client set mid-session,
+	// for the CLI processes that start later (session_control.go).
+	switched switches
+	failed   bool // the run ended by itself: no more messages
 }
 
 // accounts are what a session's finished CLI processes spent.

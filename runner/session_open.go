@@ -189,6 +189,10 @@ func planSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (
 	}
 	j.Options = cliOptions(js, o.WorkDir)
 	j.Options.PartialMessages = true // clients show text as it streams
+	j.Options.Name = js.Name         // the CLI's display name of the session (/resume)
+	if spec.ForkSession {
+		j.ForkFrom = spec.Resume
+	}
 	j.Binary = o.Binary
 	if err := sessionSandbox(j, js, o.WorkDir); err != nil {
 		return nil, err

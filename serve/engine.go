@@ -50,6 +50,10 @@ func (f EngineFunc) Open(ctx context.Context, spec *SessionSpec, o SessionOption
 type Session interface {
 	Send(content string) error
 	Interrupt() error
+	// SetModel and SetPermissionMode switch the running session and
+	// return the CLI's acknowledgement.
+	SetModel(ctx context.Context, model string) (ControlAck, error)
+	SetPermissionMode(ctx context.Context, mode string) (ControlAck, error)
 	Answer(requestID string, d PermissionDecision) error
 	State() SessionState
 	Close(ctx context.Context) (SessionSummary, error)

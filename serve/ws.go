@@ -45,8 +45,8 @@ type wsTarget interface {
 	eventLog() *eventlog.Log
 	// snapshot is the message sent to a client that does not subscribe.
 	snapshot(lastSeq int64) any
-	// handle acts on user_message, permission_response and interrupt and
-	// returns the reply.
+	// handle acts on user_message, permission_response, interrupt,
+	// set_model and set_permission_mode and returns the reply.
 	handle(ctx context.Context, m clientMessage) (any, error)
 }
 
@@ -392,6 +392,18 @@ func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error)
 			return nil, err
 		}
 		return map[string]any{"type": "interrupt_sent"}, nil
+	case "set_model":
+		ack, err := t.e.setModel(ctx, m.Model)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "model_set", "model": m.Model, "pending": ack.Pending, "response": ack.Response}, nil
+	case "set_permission_mode":
+		ack, err := t.e.setPermissionMode(ctx, m.Mode)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "permission_mode_set", "mode": m.Mode, "pending": ack.Pending, "response": ack.Response}, nil
 	}
 	return nil, fmt.Errorf("%s is not a message for a session", m.Type)
 }
