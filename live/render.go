@@ -55,6 +55,9 @@ func FinishedLine(j *Job, st Style) string {
 	}
 	line := fmt.Sprintf("%s %s  %s · $%.4f · %s · %s · %s", mark, r.Name, status, r.CostUSD,
 		plural(r.NumTurns, "turn"), Duration(time.Duration(r.DurationMS)*time.Millisecond), changes(r))
+	if n := len(r.TasksRunning); n > 0 {
+		line += " · " + plural(n, "background task") + " still running"
+	}
 	if r.Status != report.StatusSucceeded && r.Error != "" {
 		first, _, _ := strings.Cut(strings.TrimSpace(r.Error), "\n")
 		line += " — " + text.Fold(first)

@@ -146,3 +146,13 @@ func visibleWidth(s string) int {
 	}
 	return uniWidth(s)
 }
+
+// TestFinishedLineTasksLeft: a job that left background tasks running at
+// its result says so on its line.
+func TestFinishedLineTasksLeft(t *testing.T) {
+	j := &Job{Name: "x", Result: &report.Job{Name: "x", Status: report.StatusSucceeded, NumTurns: 1,
+		TasksRunning: []report.Task{{ID: "b1"}, {ID: "b2"}}}}
+	if got := FinishedLine(j, Style{}); !strings.Contains(got, "✓ x  succeeded") || !strings.Contains(got, "2 background tasks still running") {
+		t.Errorf("finished line %q", got)
+	}
+}
