@@ -77,15 +77,24 @@ func (ru *run) object() runObject {
 		JobsTotal: ru.jobs, SpentUSD: ru.spent, Error: ru.err}
 	ru.tally.fill(&o)
 	if ru.report != nil {
-		head := *ru.report
-		head.Jobs = nil // and its source: a copy streams no jobs
-		o.Report, o.Totals = report.Streamed(head, func(func(*report.Job) error) error { return nil }), head.Totals
+		o.Report, o.Totals = reportHead(ru.report), ru.report.Totals
 	}
 	return o
 }
 
+// reportHead is r without its jobs (an empty list), for the snapshot and
+// the event log; GET /api/runs/{id}/jobs pages the jobs.
+func reportHead(r *report.Report) *report.Report {
+	head := *r
+	head.Jobs = nil // and its source: Streamed sets one that streams no jobs
+	return report.Streamed(head, func(func(*report.Job) error) error { return nil })
+}
+
 // Event is runner.Reporter: every run event goes to the log, with its seq.
 func (ru *run) Event(ev runner.Event) {
+	if ev.Report != nil { // the log keeps the report's head: its jobs are paged
+		ev.Report = reportHead(ev.Report)
+	}
 	data, err := json.Marshal(ev)
 	if err == nil {
 		_, err = ru.log.Append(ev.Type, data)
