@@ -26,9 +26,10 @@ type MarkdownOptions struct {
 }
 
 // WriteMarkdown writes r as a Markdown summary for a CI job page: a headline,
-// a table with one row per job (status, cost, tokens, turns, time, branch,
-// files changed) and the totals, then the errors of the jobs that did not
-// succeed.
+// a table with a row per job that did not succeed (status, cost, tokens,
+// turns, time, branch, files changed) and the totals, the errors of the
+// jobs that failed, then the succeeded jobs' rows folded in a <details>
+// block that counts them.
 func WriteMarkdown(w io.Writer, r *Report, opts MarkdownOptions) error {
 	doc := renderMarkdown(r, opts.MaxBytes)
 	if _, err := io.WriteString(w, doc); err != nil {
@@ -37,16 +38,45 @@ func WriteMarkdown(w io.Writer, r *Report, opts MarkdownOptions) error {
 	return nil
 }
 
+// mdSection is one table of a summary: its rows, all or as many as fit.
+type mdSection struct{ rows []string }
+
+// write writes the section's rows to b while they fit in budget (none
+// when budget < 0 means no cap), then a row counting those left out;
+// it returns how many it wrote.
+func (sec mdSection) write(b *strings.Builder, budget int) int {
+	shown := 0
+	for _, row := range sec.rows {
+		more := mdMoreRow(len(sec.rows) - shown - 1)
+		if budget >= 0 && b.Len()+len(row)+len(more) > budget {
+			break
+		}
+		b.WriteString(row)
+		shown++
+	}
+	b.WriteString(mdMoreRow(len(sec.rows) - shown))
+	return shown
+}
+
+// renderMarkdown lays a summary out for a run of any size: the jobs that
+// did not succeed first (their rows above the totals, then their
+// errors), the succeeded ones folded in a <details> block that counts
+// them, so that a run of ten thousand jobs reads as its failures.
 func renderMarkdown(r *Report, maxBytes int) string {
 	head := mdHead(r)
 	tableHead := "| Job | Status | Cost | Tokens (in/out) | Turns | Tools (denied) | Time | Branch | Files changed |\n" +
 		"| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n"
-	var rows, failures []string
+	var others, succeeded mdSection
+	var failures []string
 	var sum Job // the changes and tool calls of every job
 	// A job's row and failure are text, not the job: a streamed report's
 	// jobs are read one at a time. A source that fails leaves out the rest.
 	_ = r.EachJob(func(j *Job) error {
-		rows = append(rows, mdRow(*j))
+		if j.Status == StatusSucceeded {
+			succeeded.rows = append(succeeded.rows, mdRow(*j))
+		} else {
+			others.rows = append(others.rows, mdRow(*j))
+		}
 		if j.Status == StatusFailed || j.Status == StatusInterrupted {
 			failures = append(failures, mdFailure(*j))
 		}
@@ -59,48 +89,51 @@ func renderMarkdown(r *Report, maxBytes int) string {
 	})
 	total := mdTotal(r, sum)
 	const failHead = "\n#### Jobs that did not succeed\n\n"
+	foldHead := fmt.Sprintf("\n<details><summary>%d succeeded %s</summary>\n\n", len(succeeded.rows), plural(len(succeeded.rows), "job", "jobs"))
+	const foldTail = "\n</details>\n"
 
-	full := head + tableHead + strings.Join(rows, "") + total
-	if len(failures) > 0 {
-		full += failHead + strings.Join(failures, "")
-	}
-	if maxBytes <= 0 || len(full) <= maxBytes {
-		return full
-	}
-
-	// Too big: keep the head, the table head and the totals, then as many
-	// rows and failure details as fit, leaving room for the note.
-	const noteRoom = 400
 	var b strings.Builder
+	unbounded := maxBytes <= 0
+	const noteRoom = 400
+	budget := -1
+	if !unbounded {
+		budget = maxBytes - noteRoom - len(total)
+	}
 	b.WriteString(head)
 	b.WriteString(tableHead)
-	budget := maxBytes - noteRoom - len(total)
-	shown := 0
-	for _, row := range rows {
-		more := mdMoreRow(len(rows) - shown - 1)
-		if b.Len()+len(row)+len(more) > budget {
-			break
-		}
-		b.WriteString(row)
-		shown++
-	}
-	if shown < len(rows) {
-		b.WriteString(mdMoreRow(len(rows) - shown))
-	}
+	shown := others.write(&b, budget)
 	b.WriteString(total)
 	detailed := 0
-	if len(failures) > 0 && b.Len()+len(failHead)+noteRoom <= maxBytes {
+	if len(failures) > 0 && (unbounded || b.Len()+len(failHead)+noteRoom <= maxBytes) {
 		b.WriteString(failHead)
 		for _, f := range failures {
-			if b.Len()+len(f)+noteRoom > maxBytes {
+			if !unbounded && b.Len()+len(f)+noteRoom > maxBytes {
 				break
 			}
 			b.WriteString(f)
 			detailed++
 		}
 	}
-	note := fmt.Sprintf("\n> [!NOTE]\n> This summary was cut to stay under %d bytes: %d of %d jobs are in the table and %d of %d failures are detailed. report.json has everything.\n",
-		maxBytes, shown, len(rows), detailed, len(failures))
+	if len(succeeded.rows) > 0 && (unbounded || b.Len()+len(foldHead)+len(tableHead)+len(foldTail)+noteRoom <= maxBytes) {
+		if strings.HasSuffix(b.String(), "\n\n") { // after the errors' blank line
+			b.WriteString(foldHead[1:])
+		} else {
+			b.WriteString(foldHead)
+		}
+		b.WriteString(tableHead)
+		fb := -1
+		if !unbounded {
+			fb = maxBytes - noteRoom - len(foldTail)
+		}
+		shown += succeeded.write(&b, fb)
+		b.WriteString(foldTail)
+	}
+	rows := len(others.rows) + len(succeeded.rows)
+	if unbounded || (shown == rows && detailed == len(failures) && b.Len() <= maxBytes) {
+		return b.String()
+	}
+	note := fmt.Sprintf("\n> [!NOTE]\n> This summary was cut to stay under %d bytes: %d of %d jobs are in the tables and %d of %d failures are detailed. report.json has everything.\n",
+		maxBytes, shown, rows, detailed, len(failures))
 	out := b.String() + note
 	if len(out) > maxBytes {
 		// Even the head and totals do not fit: cut hard and keep the note.
@@ -108,6 +141,13 @@ func renderMarkdown(r *Report, maxBytes int) string {
 		out = truncate(out, maxBytes, "")
 	}
 	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func mdHead(r *Report) string {

@@ -46,11 +46,12 @@ func TestMarkdownRows(t *testing.T) {
 		}
 	}
 	wantCells := []string{
-		`| multi<br>line \| name | ✅ succeeded | \$0.0124 | 6.5k/80 | 3 | 7 (0) | 12.4s | ` + "`pneuma/20261122-130000-ab12/lint`" + ` | 3 (+10/−2) |`,
 		`| fix\|tests | ❌ failed (max\_turns) |`,
 		`| \*bold\* \<b\>html\</b\> \[link\](x) | ⏭️ skipped (budget) | \$0.0000 | 0/0 | 0 | 0 (0) | 0ms | - | - |`,
 		`| refactor | ⏹️ interrupted | \~\$0.0001 |`,
 		`| **Total** | **interrupted** | **\$0.1623** | **51.5k/3.3k** | **24** | **38 (1)** | **3m07s** |  | **4 (+14/−2)** |`,
+		// The succeeded jobs come last, folded.
+		`| multi<br>line \| name | ✅ succeeded | \$0.0124 | 6.5k/80 | 3 | 7 (0) | 12.4s | ` + "`pneuma/20261122-130000-ab12/lint`" + ` | 3 (+10/−2) |`,
 	}
 	for i, want := range wantCells {
 		if !strings.HasPrefix(rows[i], want) {
@@ -146,5 +147,34 @@ func TestAppendSummaryStaysUnderLimit(t *testing.T) {
 	// A full file is an error, not a silent overflow.
 	if err := AppendSummary(path, r); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("appending to a full summary: %v", err)
+	}
+}
+
+// A summary of ten thousand jobs reads as its failures: their rows and
+// errors come first, the succeeded jobs are folded in one <details> block
+// that counts them, and the whole stays under GitHub's limit.
+func TestMarkdownTenThousandFailuresFirst(t *testing.T) {
+	r := &Report{Schema: Schema, RunID: "big", Status: RunFailed}
+	for i := range 10000 {
+		j := Job{Name: fmt.Sprintf("job-%05d", i), Position: i, Status: StatusSucceeded}
+		if i%1000 == 999 {
+			j.Status, j.Reason, j.Error = StatusFailed, ReasonVerifyFailed, "tests failed"
+		}
+		r.Jobs = append(r.Jobs, j)
+	}
+	r.Tally(false)
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r, MarkdownOptions{MaxBytes: GitHubSummaryLimit}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	total := strings.Index(out, "| **Total** |")
+	fold := strings.Index(out, "<details><summary>9990 succeeded jobs</summary>")
+	if total < 0 || fold < total || strings.Index(out, "| job-09999 | ❌ failed") > total ||
+		strings.Index(out, "<summary><code>job-00999</code>") > fold || strings.Index(out, "| job-00000 | ✅") < fold {
+		t.Fatalf("want the failed rows, the totals, their errors, then the succeeded folded:\n%.3000s", out)
+	}
+	if len(out) > GitHubSummaryLimit || !strings.HasSuffix(strings.TrimSpace(out), "</details>") && !strings.Contains(out, "This summary was cut") {
+		t.Errorf("summary of %d bytes: unclosed fold or over the limit", len(out))
 	}
 }

@@ -77,11 +77,13 @@ func TestE2EResumeLostRun(t *testing.T) {
 	c = s.follow(ctx, "/api/runs/"+created.ID+"/ws", lost.LastSeq)
 	c.await("run_finished", "")
 	var done struct {
-		Status string                `json:"status"`
-		Report *struct{ Jobs []any } `json:"report"`
+		Status string `json:"status"`
+		Report *struct {
+			Totals struct{ Jobs int } `json:"totals"`
+		} `json:"report"`
 	}
 	s.must(200, "GET", "/api/runs/"+created.ID, nil, &done)
-	if done.Report == nil || len(done.Report.Jobs) != 3 || done.Status != "succeeded" {
+	if done.Report == nil || done.Report.Totals.Jobs != 3 || done.Status != "succeeded" {
 		t.Fatalf("resumed run: status %s, report %+v", done.Status, done.Report)
 	}
 	mu.Lock()

@@ -75,6 +75,7 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "GET /api/runs/{id}", handler: s.getRun},
 		{Pattern: "DELETE /api/runs/{id}", handler: s.deleteRun},
 		{Pattern: "POST /api/runs/{id}/resume", handler: s.resumeRun},
+		{Pattern: "GET /api/runs/{id}/jobs", handler: s.runJobs},
 		{Pattern: "GET /api/runs/{id}/events", handler: s.runEvents},
 		{Pattern: "GET /api/runs/{id}/ws", Auth: AuthWebSocket, handler: s.runWS, exists: s.runExists},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/stream", handler: s.jobStream},

@@ -38,48 +38,63 @@ type run struct {
 	started time.Time
 	jobs    int
 	// slots are the server-wide job slots the run holds until it ends.
-	slots    int
-	finished []report.Job
-	spent    float64
-	report   *report.Report
-	err      string
+	slots  int
+	tally  jobTally
+	spent  float64
+	report *report.Report
+	err    string
 
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// runObject is a run as the API shows it: the report as it stands.
+// runObject is a run as the API shows it: its totals, its failed jobs
+// (the first maxListedFailures) and its running jobs, never every job; GET
+// /api/runs/{id}/jobs pages through those (issue 27, item 4). Its size is
+// bounded whatever the run's: a run of ten thousand jobs answers in a few
+// kilobytes plus its failures.
 type runObject struct {
-	ID        string         `json:"id"`
-	Status    string         `json:"status"`
-	StartedAt time.Time      `json:"started_at"`
-	LastSeq   int64          `json:"last_seq"`
-	JobsTotal int            `json:"jobs_total"`
-	SpentUSD  float64        `json:"spent_usd"`
-	Jobs      []report.Job   `json:"jobs"`
-	Report    *report.Report `json:"report"`
-	Error     string         `json:"error,omitempty"`
+	ID        string        `json:"id"`
+	Status    string        `json:"status"`
+	StartedAt time.Time     `json:"started_at"`
+	LastSeq   int64         `json:"last_seq"`
+	JobsTotal int           `json:"jobs_total"`
+	SpentUSD  float64       `json:"spent_usd"`
+	Totals    report.Totals `json:"totals"`
+	Failures  []report.Job  `json:"failures"`
+	// FailuresTotal counts every failed job; Failures lists the first ones.
+	FailuresTotal int      `json:"failures_total"`
+	Running       []string `json:"running"`
+	// Report is the report without its jobs (page them), once written.
+	Report *report.Report `json:"report"`
+	Error  string         `json:"error,omitempty"`
 }
 
 func (ru *run) object() runObject {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
 	o := runObject{ID: ru.id, Status: ru.status, StartedAt: ru.started, LastSeq: ru.log.LastSeq(),
-		JobsTotal: ru.jobs, SpentUSD: ru.spent, Jobs: append([]report.Job{}, ru.finished...), Report: ru.report, Error: ru.err}
+		JobsTotal: ru.jobs, SpentUSD: ru.spent, Error: ru.err}
+	ru.tally.fill(&o)
 	if ru.report != nil {
-		// The runner's report reads its jobs from report.json. The snapshot
-		// is not paged yet: it holds them all (issue 27, item 4).
-		if l, err := ru.report.Load(); err == nil {
-			o.Jobs, o.Report = l.Jobs, l
-		} else if o.Error == "" {
-			o.Error = fmt.Sprintf("read the run's report: %v", err)
-		}
+		o.Report, o.Totals = reportHead(ru.report), ru.report.Totals
 	}
 	return o
 }
 
+// reportHead is r without its jobs (an empty list), for the snapshot and
+// the event log; GET /api/runs/{id}/jobs pages the jobs.
+func reportHead(r *report.Report) *report.Report {
+	head := *r
+	head.Jobs = nil // and its source: Streamed sets one that streams no jobs
+	return report.Streamed(head, func(func(*report.Job) error) error { return nil })
+}
+
 // Event is runner.Reporter: every run event goes to the log, with its seq.
 func (ru *run) Event(ev runner.Event) {
+	if ev.Report != nil { // the log keeps the report's head: its jobs are paged
+		ev.Report = reportHead(ev.Report)
+	}
 	data, err := json.Marshal(ev)
 	if err == nil {
 		_, err = ru.log.Append(ev.Type, data)
@@ -93,10 +108,10 @@ func (ru *run) Event(ev runner.Event) {
 	switch ev.Type {
 	case runner.EventRunStarted:
 		ru.jobs = ev.Jobs
+	case runner.EventJobStarted:
+		ru.tally.started(ev.Job)
 	case runner.EventJobFinished:
-		if ev.Result != nil {
-			ru.finished = append(ru.finished, *ev.Result)
-		}
+		ru.tally.finished(ev.Job, ev.Result)
 	}
 }
 
@@ -135,10 +150,10 @@ func loadRuns(cfg *Config) (*runRegistry, error) {
 		}
 		ru := &run{id: de.Name(), log: log, status: status, done: make(chan struct{})}
 		close(ru.done)
-		if data, err := os.ReadFile(runLayout(cfg).Run(ru.id).Report()); err == nil {
-			var rep report.Report
-			if json.Unmarshal(data, &rep) == nil {
-				ru.report, ru.status, ru.started, ru.jobs = &rep, string(rep.Status), rep.StartedAt, len(rep.Jobs)
+		if rep, err := report.OpenJSON(runLayout(cfg).Run(ru.id).Report()); err == nil {
+			ru.report, ru.status, ru.started, ru.jobs = rep, rep.Status, rep.StartedAt, rep.Totals.Jobs
+			if err := ru.tally.load(rep); err != nil {
+				cfg.Logf("run %s: read its failed jobs: %v", ru.id, err)
 			}
 		}
 		g.m[ru.id] = ru
@@ -366,7 +381,8 @@ func (s *Server) launch(w http.ResponseWriter, p *runner.Plan, log *eventlog.Log
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
 		if rep != nil {
-			ru.report, ru.status = rep, string(rep.Status)
+			ru.report, ru.status = rep, rep.Status
+			ru.tally.running = nil
 		}
 		if err != nil {
 			ru.err, ru.status = err.Error(), "failed"

@@ -130,7 +130,7 @@ func TestRestoredRuns(t *testing.T) {
 			os.WriteFile(runLayout(&b.cfg).Run(id).Report(), data, 0o644)
 		}
 	}
-	rep := &report.Report{Status: "success", Jobs: []report.Job{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	rep := &report.Report{Schema: report.Schema, Status: "success", Totals: report.Totals{Jobs: 3}, Jobs: []report.Job{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
 	write("r1", `{"seq":1,"type":"run_started"}`+"\n", rep)
 	write("r2", `{"seq":1,"type":"run_started"}`+"\n"+`{"seq":1,"type":"run_started"}`+"\n", nil)
 	b2 := startBed(t, b.cfg)

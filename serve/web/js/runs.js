@@ -7,16 +7,15 @@ import {streamLine} from './streamline.js';
 import {sandboxView} from './sandbox.js';
 
 const finished = new Set(['succeeded', 'failed', 'skipped', 'interrupted', 'lost']);
-const jobDone = new Set(['succeeded', 'failed', 'skipped', 'interrupted']);
 
 function runID(r) { return r.id || r.run_id || ''; }
 
 // progress is [jobs finished, jobs in all] of a run object
-// ({jobs_total, jobs: the finished jobs, report}).
+// ({jobs_total, totals: of the finished jobs, report}).
 function progress(r) {
-  const jobs = Array.isArray(r.jobs) ? r.jobs : [];
-  const total = r.jobs_total || (r.report && r.report.totals && r.report.totals.jobs) || jobs.length;
-  return [jobs.filter((j) => jobDone.has(j.status)).length, total];
+  const t = r.totals || {};
+  const total = r.jobs_total || (r.report && r.report.totals && r.report.totals.jobs) || t.jobs || 0;
+  return [t.jobs || 0, total];
 }
 
 // runCost is what a run spent: its report's total once it has one.
@@ -88,6 +87,9 @@ function startForm() {
   return form;
 }
 
+/** PAGE is how many jobs the run page's table shows at once. */
+const PAGE = 100;
+
 const cols = ['Job', 'Status', 'Reason', 'Cost', 'Tokens', 'Turns', 'Time', 'Changes', 'Branch'];
 
 /** runPage shows one run's jobs, live from its event stream. */
@@ -102,8 +104,11 @@ export function runPage(el, id) {
     try { await del('/api/runs/' + enc(id)); announce('Stopping the run'); } catch (err) { head.append(errorBox(err)); stop.disabled = false; }
   }}}, 'Stop run');
   let report = {run_id: id, status: 'running', jobs: []};
+  const failures = h('section', {class: 'failures', id: 'failures'});
+  const pager = h('nav', {class: 'pager', 'aria-label': 'Job pages'});
   el.append(h('p', {}, h('a', {href: '#/runs'}, '← Runs')),
     h('div', {class: 'title'}, h('h1', {}, 'Run ', h('code', {}, id)), state, stop), head,
+    failures, pager,
     scroller('Jobs', h('table', {class: 'grid cards', id: 'jobs'},
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))), body, foot)));
 
@@ -131,57 +136,97 @@ export function runPage(el, id) {
       h('td', {}, j.branch ? h('code', {}, j.branch) : ''));
     labelCells(r.tr, cols);
   };
+  // The run's own totals (the snapshot's, then the report's): the table
+  // holds one page of jobs, never all of a run of ten thousand.
+  let runTotals = {};
   const totals = () => {
     const jobs = [...rows.values()].map((r) => r.job);
-    const t = report.totals && finished.has(report.status) ? report.totals : {
-      jobs: jobs.length,
-      cost_usd: jobs.reduce((s, j) => s + (j.cost_usd || 0), 0),
-      num_turns: jobs.reduce((s, j) => s + (j.num_turns || 0), 0),
-    };
-    const tok = report.totals && finished.has(report.status)
-      ? tokens(report.totals) : jobs.reduce((s, j) => s + tokens(j.usage), 0);
-    const done = jobs.filter((j) => finished.has(j.status)).length;
+    const t = report.totals && finished.has(report.status) ? report.totals : runTotals;
+    const done = (t.succeeded || 0) + (t.failed || 0) + (t.skipped || 0) + (t.interrupted || 0);
     clear(foot).append(labelCells(h('tr', {},
       h('th', {scope: 'row'}, 'Total'),
       h('td', {}, progressBar(done, Math.max(t.jobs || 0, report.jobs_total || 0, jobs.length), 'Jobs finished')),
       h('td'),
       h('td', {class: 'n', id: 'total-cost'}, money(t.cost_usd)),
-      h('td', {class: 'n', id: 'total-tokens'}, num(tok)),
+      h('td', {class: 'n', id: 'total-tokens'}, num(tokens(t))),
       h('td', {class: 'n', id: 'total-turns'}, num(t.num_turns)),
       h('td', {colspan: '3'})), ['', 'Finished', '', 'Cost', 'Tokens', 'Turns']));
     clear(head).append(h('p', {}, 'Status ', badge(report.status), report.started_at ? ` · started ${when(report.started_at)}` : ''));
     stop.hidden = finished.has(report.status);
   };
+  // A finished job counts into the totals as it arrives.
+  const count = (j) => {
+    runTotals = Object.assign({jobs: 0, succeeded: 0, failed: 0, skipped: 0, interrupted: 0, cost_usd: 0, num_turns: 0}, runTotals);
+    runTotals.jobs++;
+    if (j.status in runTotals) runTotals[j.status]++;
+    runTotals.cost_usd += j.cost_usd || 0;
+    runTotals.num_turns += j.num_turns || 0;
+    for (const k of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens']) runTotals[k] = (runTotals[k] || 0) + ((j.usage || {})[k] || 0);
+  };
+  // live draws an event's job only when its row is shown or the page has
+  // room: a big run's table stays one page.
+  const live = (name, patch) => { if (rows.has(name) || rows.size < PAGE) draw(name, patch); };
+  const showFailures = (list, total) => {
+    clear(failures);
+    if (!total) return;
+    failures.append(h('h2', {}, `Failed jobs (${total})`), h('ul', {}, list.map((j) =>
+      h('li', {'data-job': j.name}, h('a', {href: `#/runs/${enc(id)}/jobs/${enc(j.name)}`}, j.name), ' ', badge(j.status), j.error ? ' ' + j.error : ''))),
+    list.length < total ? h('p', {}, `The first ${list.length} shown; page the table for the rest.`) : '');
+  };
+  // Paging: after is the first job of the page shown; next the server's cursor.
+  let after = 0, next = null;
+  const page = async (at) => {
+    const p = await get(`/api/runs/${enc(id)}/jobs?after=${at}&limit=${PAGE}`);
+    if (!p) return;
+    after = at; next = p.next ?? null;
+    // The first page of a live run keeps the running jobs' rows.
+    if (at !== 0 || finished.has(report.status)) { rows.clear(); clear(body); }
+    (p.jobs || []).forEach((j) => draw(j.name, j));
+    drawPager();
+  };
+  const drawPager = () => {
+    const total = Math.max((report.totals || {}).jobs || 0, runTotals.jobs || 0);
+    const btn = (label, at, off) => h('button', {type: 'button', disabled: off, on: {click: () => page(at).catch((err) => head.append(errorBox(err)))}}, label);
+    clear(pager).append(
+      btn('First', 0, after === 0), btn('Previous', Math.max(0, after - PAGE), after === 0),
+      h('span', {class: 'page-at', role: 'status'}, total ? ` Jobs ${after + 1}–${after + rows.size} of ${total} ` : ' '),
+      btn('Next', next ?? 0, next === null), btn('Last', Math.max(0, total - PAGE), next === null || total <= PAGE));
+  };
   const apply = (ev) => {
     switch (ev.type) {
       case 'run_started': report.status = 'running'; report.jobs_total = ev.jobs; break;
-      case 'job_started': draw(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
-      case 'api_retry': draw(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
-      case 'compact_boundary': draw(ev.job, {reason: 'compacted'}); break;
-      case 'model_fallback': draw(ev.job, {reason: `fell back to ${ev.model || 'another model'}`}); break;
-      case 'job_retry': draw(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
-      case 'job_finished': if (ev.result) draw(ev.result.name || ev.job, ev.result); break;
+      case 'job_started': live(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
+      case 'api_retry': live(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
+      case 'compact_boundary': live(ev.job, {reason: 'compacted'}); break;
+      case 'model_fallback': live(ev.job, {reason: `fell back to ${ev.model || 'another model'}`}); break;
+      case 'job_retry': live(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
+      case 'job_finished': if (ev.result) { count(ev.result); live(ev.result.name || ev.job, ev.result); } break;
       case 'run_snapshot': if (ev.run) setRun(ev.run); break;
       case 'run_finished':
-        if (ev.report) { report = Object.assign({}, ev.report, {jobs_total: report.jobs_total}); (ev.report.jobs || []).forEach((j) => draw(j.name, j)); }
+        if (ev.report) { report = Object.assign({}, ev.report, {jobs_total: report.jobs_total}); (ev.report.jobs || []).slice(0, PAGE).forEach((j) => live(j.name, j)); }
+        page(after).catch((err) => head.append(errorBox(err)));
         announce('Run finished: ' + report.status);
         break;
       default: return;
     }
     totals();
   };
-  // setRun takes a run object ({status, started_at, jobs_total, jobs,
-  // report}); a finished status the events already gave is kept.
+  // setRun takes a run object ({status, started_at, jobs_total, totals,
+  // failures, failures_total, running, report}); a finished status the
+  // events already gave is kept.
   const setRun = (r) => {
     if (finished.has(report.status) && !finished.has(r.status)) return;
     if (r.report) report = Object.assign({}, r.report);
     Object.assign(report, {status: r.status, started_at: r.started_at || report.started_at, jobs_total: r.jobs_total});
-    (r.jobs || []).forEach((j) => draw(j.name, j));
+    if (r.totals) runTotals = Object.assign({}, r.totals);
+    showFailures(r.failures || [], r.failures_total || 0);
+    (r.running || []).forEach((name) => live(name, {status: 'running'}));
   };
   get('/api/runs/' + enc(id)).then((r) => {
     if (!r) return;
     setRun(r);
     totals();
+    return page(0);
   }).catch((err) => head.append(errorBox(err)));
   totals();
   const stream = new Stream(`/api/runs/${enc(id)}/ws`, {onEvent: apply, onState: (s) => connState(state, s)});
@@ -222,11 +267,20 @@ export function jobPage(el, id, job) {
   }
   const sandbox = h('section', {class: 'sandbox', id: 'job-sandbox'});
   el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), sandbox, list, panel);
-  get('/api/runs/' + enc(id)).then((r) => {
-    const res = ((r && r.jobs) || []).find((j) => j.name === job);
-    sandboxView(sandbox, res ? (res.sandbox || null) : undefined);
-  }).catch(() => sandboxView(sandbox, undefined));
+  findJob(id, job).then((res) => sandboxView(sandbox, res ? (res.sandbox || null) : undefined))
+    .catch(() => sandboxView(sandbox, undefined));
   show('stream');
+}
+
+/** findJob reads a finished job's report entry, page by page. */
+async function findJob(id, job) {
+  for (let at = 0; at !== null && at !== undefined;) {
+    const p = await get(`/api/runs/${enc(id)}/jobs?after=${at}&limit=1000`);
+    const res = ((p && p.jobs) || []).find((j) => j.name === job);
+    if (res || !p) return res;
+    at = p.next;
+  }
+  return undefined;
 }
 
 function streamList(data) {

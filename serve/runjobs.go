@@ -1,0 +1,188 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+
+	"github.com/pneuma-cli/pneuma/report"
+)
+
+// The bounds of a run's snapshot and of a page of its jobs (issue 27).
+const (
+	// maxListedFailures is how many failed jobs a run's snapshot lists.
+	maxListedFailures = 100
+	// maxListedRunning is how many running jobs a run's snapshot names.
+	maxListedRunning = 200
+	// defaultJobsPage and maxJobsPage are the limit of a page of jobs.
+	defaultJobsPage, maxJobsPage = 100, 1000
+	// maxJobsPageBytes caps a page's jobs, encoded, whatever the limit; a
+	// page holds at least one job.
+	maxJobsPageBytes = 1 << 20
+)
+
+// jobTally is what a run remembers of its jobs: counts, the first failures
+// and the names of the running ones. A finished job's entry lives on disk
+// (results.jsonl, then report.json), never here.
+type jobTally struct {
+	totals        report.Totals
+	failures      []report.Job
+	failuresTotal int
+	running       map[string]struct{}
+}
+
+// failed reports whether a job is listed among a run's failures: every
+// job that did not succeed and was not skipped.
+func failed(j *report.Job) bool { return j.Status != "succeeded" && j.Status != "skipped" }
+
+func (t *jobTally) started(name string) {
+	if t.running == nil {
+		t.running = map[string]struct{}{}
+	}
+	t.running[name] = struct{}{}
+}
+
+func (t *jobTally) finished(name string, j *report.Job) {
+	delete(t.running, name)
+	if j != nil {
+		t.add(j)
+	}
+}
+
+func (t *jobTally) add(j *report.Job) {
+	t.totals.Add(j)
+	if !failed(j) {
+		return
+	}
+	t.failuresTotal++
+	if len(t.failures) < maxListedFailures {
+		t.failures = append(t.failures, *j)
+	}
+}
+
+// load tallies a finished run's report, one job at a time.
+func (t *jobTally) load(r *report.Report) error {
+	*t = jobTally{}
+	err := r.EachJob(func(j *report.Job) error { t.add(j); return nil })
+	t.totals = r.Totals
+	return err
+}
+
+// fill puts the tally into a run's snapshot.
+func (t *jobTally) fill(o *runObject) {
+	o.Totals, o.FailuresTotal = t.totals, t.failuresTotal
+	o.Failures = append([]report.Job{}, t.failures...)
+	o.Running = make([]string, 0, min(len(t.running), maxListedRunning))
+	for name := range t.running {
+		o.Running = append(o.Running, name)
+	}
+	sort.Strings(o.Running)
+	o.Running = o.Running[:min(len(o.Running), maxListedRunning)]
+}
+
+// jobsPage is GET /api/runs/{id}/jobs: finished jobs from After on.
+type jobsPage struct {
+	Jobs []json.RawMessage `json:"jobs"`
+	// Next is the after of the next page; absent on the last page.
+	Next *int `json:"next,omitempty"`
+}
+
+// errPageFull stops a walk of a run's jobs once a page is full.
+var errPageFull = errors.New("page full")
+
+// runJobs pages a run's finished jobs: the report's, in plan order, once
+// it is written; before that results.jsonl's, in the order they finished.
+func (s *Server) runJobs(w http.ResponseWriter, r *http.Request) {
+	ru := s.runOf(w, r)
+	if ru == nil {
+		return
+	}
+	after, err1 := pageParam(r, "after", 0, -1)
+	limit, err2 := pageParam(r, "limit", defaultJobsPage, maxJobsPage)
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	ru.mu.Lock()
+	rep := ru.report
+	ru.mu.Unlock()
+	page := jobsPage{Jobs: []json.RawMessage{}}
+	i, size := 0, 0
+	err := s.eachRunJob(ru.id, rep, func(j *report.Job) error {
+		defer func() { i++ }()
+		if i < after {
+			return nil
+		}
+		data, err := json.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("encode job %s: %w", j.Name, err)
+		}
+		if len(page.Jobs) == limit || (len(page.Jobs) > 0 && size+len(data) > maxJobsPageBytes) {
+			next := i
+			page.Next = &next
+			return errPageFull
+		}
+		page.Jobs, size = append(page.Jobs, data), size+len(data)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		writeError(w, http.StatusInternalServerError, "read the jobs of run %s: %v", ru.id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// pageParam reads a non-negative integer query parameter, at most max
+// when max >= 0.
+func pageParam(r *http.Request, name string, def, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || (max >= 0 && n > max) {
+		if max >= 0 {
+			return 0, fmt.Errorf("%s: want a whole number from 0 to %d, got %q", name, max, v)
+		}
+		return 0, fmt.Errorf("%s: want a whole number from 0, got %q", name, v)
+	}
+	if name == "limit" && n == 0 {
+		n = def
+	}
+	return n, nil
+}
+
+// eachRunJob walks a run's finished jobs: rep's when the run has its
+// report, else its results.jsonl as it stands (a line being written is
+// not read yet).
+func (s *Server) eachRunJob(id string, rep *report.Report, fn func(*report.Job) error) error {
+	if rep != nil {
+		return rep.EachJob(fn)
+	}
+	f, err := os.Open(runLayout(&s.cfg).Run(id).Results())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open job results: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		var j report.Job
+		switch err := dec.Decode(&j); {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read job results: %w", err)
+		}
+		if err := fn(&j); err != nil {
+			return err
+		}
+	}
+}
