@@ -241,9 +241,11 @@ func processWithArg(arg string) bool {
 }
 
 // TestSandboxEscapes runs the escape suite on the real CLI in
-// bypassPermissions: with the sandbox every escape fails and the job still
-// finishes and commits on its branch; without it every escape succeeds
-// (so the suite can tell).
+// bypassPermissions, two jobs in one run (the escape job, and a victim whose
+// CLI it tries to kill): with the sandbox every escape fails and the job
+// still finishes and commits on its branch; without it every escape
+// succeeds (so the suite can tell). Either way, the hooks and fsmonitor the
+// agent plants never run in pneuma's own git.
 func TestSandboxEscapes(t *testing.T) {
 	requireSandbox(t)
 	for _, sandboxed := range []bool{true, false} {
