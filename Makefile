@@ -82,7 +82,8 @@ test-contract: claude
 	PNEUMA_TEST_CLAUDE=$(CURDIR)/$(CLAUDE_BIN) $(GO) test -count=1 -timeout 15m -run '$(CONTRACT_RUN)' $(CONTRACT_PKGS)
 
 ## test-deps: tools the tests call besides the CLI (xmllint validates JUnit output; chromium and
-## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite)
+## axe-core drive and check the web console; bubblewrap runs the sandbox escape suite; tmux
+## shows `pneuma run`'s live view to the tests as a person's terminal would)
 test-deps: axe
 	@command -v xmllint >/dev/null 2>&1 || { \
 	  echo "installing libxml2-utils for xmllint"; \
@@ -93,6 +94,9 @@ test-deps: axe
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  echo "installing bubblewrap for the sandbox tests"; \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null; }
+	@command -v tmux >/dev/null 2>&1 || { \
+	  echo "installing tmux for the live view's terminal tests"; \
+	  (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null; }
 
 ## bench-deps: tools the benchmark scripts call
 bench-deps:

@@ -32,6 +32,8 @@ func TestImportDirection(t *testing.T) {
 		"serve": {"cmd", "claude", "worktree", "policy", "telemetry"},
 		// telemetry reads runner's events and the report; it drives nothing.
 		"telemetry": {"cmd", "serve", "claude", "worktree", "policy", "history"},
+		// live turns events into lines; cmd draws them.
+		"live": {"cmd", "serve", "telemetry", "worktree", "history"},
 		// notify reads runner's events and tells receivers; it drives nothing.
 		"notify":    {"cmd", "serve", "claude", "worktree", "policy", "history", "telemetry"},
 		"serve/web": {"cmd", "runner", "claude", "worktree", "history", "report", "policy", "serve", "telemetry"},
@@ -71,7 +73,7 @@ func TestImportDirection(t *testing.T) {
 // TestCoreNeverExitsOrPrints: below cmd nothing exits the process or writes
 // to os.Stdout; they return errors and take io.Writers.
 func TestCoreNeverExitsOrPrints(t *testing.T) {
-	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "jobfile", "sandbox", "serve", "serve/web", "usage", "telemetry", "notify"} {
+	for _, pkg := range []string{"claude", "worktree", "history", "report", "policy", "runner", "jobfile", "sandbox", "serve", "serve/web", "usage", "telemetry", "notify", "live", "internal/eventlog"} {
 		p, err := build.ImportDir(pkg, 0)
 		if err != nil {
 			t.Fatal(err)

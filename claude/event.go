@@ -10,8 +10,9 @@ import (
 	"github.com/pneuma-cli/pneuma/usage"
 )
 
-// Event types pneuma gives a meaning to. Any other type the CLI writes is
-// passed through with its Type set and no typed payload.
+// Event types pneuma gives a meaning to (kinds.go names the others). Any
+// other type the CLI writes is passed through with its Type set and no
+// typed payload.
 const (
 	TypeSystem          = "system"
 	TypeAssistant       = "assistant"
@@ -61,11 +62,22 @@ type Event struct {
 	// RateLimit is the account's unified rate-limit state (rate_limit_event).
 	RateLimit *RateLimitInfo
 	Control   *ControlRequest // control_request (CLI -> client)
-	Reply     *ControlReply   // control_response (CLI -> client)
+	// The system lines pneuma acts on beyond init and api_retry (kinds.go).
+	Compact    *CompactBoundary // system/compact_boundary
+	Fallback   *ModelFallback   // system/model_refusal_fallback
+	WritesLost *WritesLost      // system/session_writes_lost
+	Denied     *Denied          // system/permission_denied
+	Task       *Task            // system/task_started, task_updated, task_progress, task_notification
+	Background *BackgroundTasks // system/background_tasks_changed
+	Hook       *Hook            // system/hook_started, hook_progress, hook_response
+	Reply      *ControlReply    // control_response (CLI -> client)
 	// CancelRequestID is the request_id named by a control_cancel_request.
 	CancelRequestID string
-	// Raw is the line itself, when Config.Raw asked for it.
-	Raw []byte
+	// Parts are the parts of a line that are passed on as written, when
+	// Config.Parts asked for them (nil otherwise): an assistant, user or
+	// stream_event line's, taken in the line's one decoding pass, or any
+	// other line whole.
+	Parts *Parts
 
 	// Err says why the line, or part of it, could not be decoded. A partial
 	// decode keeps whatever payload could be read.
@@ -254,21 +266,85 @@ type ControlReply struct {
 	Response json.RawMessage
 }
 
+// Parts are the parts of an assistant, user or stream_event line that a
+// server's clients get as the CLI wrote them.
+type Parts struct {
+	// Message is the "message" object of assistant and user lines.
+	Message json.RawMessage
+	// Event is the "event" object of stream_event lines.
+	Event json.RawMessage
+	// UUID is the line's "uuid".
+	UUID string
+	// Line is the whole line as written, for lines of other kinds (system
+	// lines pneuma only names, hooks, kinds it does not know): they are
+	// small, and a session passes them on verbatim.
+	Line json.RawMessage
+}
+
+// lineHead is the part every line shares.
+type lineHead struct {
+	Type            string  `json:"type"`
+	Subtype         string  `json:"subtype"`
+	SessionID       string  `json:"session_id"`
+	ParentToolUseID *string `json:"parent_tool_use_id"`
+}
+
 // wireLine is the part every line shares, plus the message of assistant and
 // user lines: those can be many MB, so they are decoded in this one pass
 // rather than in a second one over the whole line.
 type wireLine struct {
-	Type            string       `json:"type"`
-	Subtype         string       `json:"subtype"`
-	SessionID       string       `json:"session_id"`
-	ParentToolUseID *string      `json:"parent_tool_use_id"`
-	Message         *wireMessage `json:"message"`
+	lineHead
+	Message *wireMessage `json:"message"`
+}
+
+// wireLineParts is wireLine that also keeps the Parts, in the same pass.
+type wireLineParts struct {
+	lineHead
+	Message *keptMessage    `json:"message"`
+	Event   json.RawMessage `json:"event"`
+	UUID    string          `json:"uuid"`
+}
+
+// keptMessage is a message decoded and kept as written.
+type keptMessage struct {
+	wireMessage
+	raw json.RawMessage
+}
+
+// UnmarshalJSON decodes the message and keeps a copy of its bytes.
+func (m *keptMessage) UnmarshalJSON(data []byte) error {
+	m.raw = append(json.RawMessage(nil), data...)
+	return json.Unmarshal(data, &m.wireMessage)
+}
+
+// decodeHead decodes the part every line shares and the message, with the
+// parts as written when parts is set.
+func decodeHead(line []byte, parts bool) (lineHead, *wireMessage, *Parts, error) {
+	if !parts {
+		var h wireLine
+		err := json.Unmarshal(line, &h)
+		return h.lineHead, h.Message, nil, err
+	}
+	var h wireLineParts
+	err := json.Unmarshal(line, &h)
+	p := &Parts{Event: h.Event, UUID: h.UUID}
+	var msg *wireMessage
+	if h.Message != nil {
+		msg, p.Message = &h.Message.wireMessage, h.Message.raw
+	}
+	return h.lineHead, msg, p, err
 }
 
 // Decode decodes one stdout line (without its newline). It never fails: a
 // line that is not a JSON object gives a TypeInvalid event, and a line of a
 // known type with unexpected fields keeps what could be read and sets Err.
-func Decode(line []byte) Event {
+func Decode(line []byte) Event { return decode(line, false) }
+
+// DecodeParts is Decode that also keeps the Parts of assistant, user and
+// stream_event lines, in the same pass over the line.
+func DecodeParts(line []byte) Event { return decode(line, true) }
+
+func decode(line []byte, parts bool) Event {
 	ev := Event{Size: len(line)}
 	trimmed := bytes.TrimSpace(line)
 	invalid := func(err error) Event {
@@ -279,8 +355,8 @@ func Decode(line []byte) Event {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return invalid(errors.New("does not start with '{'"))
 	}
-	var h wireLine
-	if err := json.Unmarshal(trimmed, &h); err != nil {
+	h, msg, kept, err := decodeHead(trimmed, parts)
+	if err != nil {
 		var syntax *json.SyntaxError
 		if errors.As(err, &syntax) {
 			return invalid(err)
@@ -297,7 +373,14 @@ func Decode(line []byte) Event {
 	if h.ParentToolUseID != nil {
 		ev.ParentToolUseID = *h.ParentToolUseID
 	}
-	var err error
+	if kept != nil {
+		if h.Type == TypeAssistant || h.Type == TypeUser || h.Type == TypeStreamEvent {
+			ev.Parts = kept
+		} else {
+			ev.Parts = &Parts{Line: bytes.Clone(trimmed)}
+		}
+	}
+	err = nil
 	switch {
 	case h.Type == TypeSystem && h.Subtype == SubtypeInit:
 		ev.Init = new(Init)
@@ -305,9 +388,11 @@ func Decode(line []byte) Event {
 	case h.Type == TypeSystem && h.Subtype == SubtypeAPIRetry:
 		ev.Retry = new(APIRetry)
 		err = json.Unmarshal(trimmed, ev.Retry)
+	case h.Type == TypeSystem:
+		err = decodeSystem(&ev, trimmed)
 	case h.Type == TypeAssistant || h.Type == TypeUser:
-		if h.Message != nil {
-			ev.Message, err = h.Message.message()
+		if msg != nil {
+			ev.Message, err = msg.message()
 		}
 	case h.Type == TypeRateLimit:
 		var v struct {

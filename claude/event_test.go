@@ -291,3 +291,49 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 	})
 }
+
+// DecodeParts keeps, in its one pass, the parts clients get as written;
+// Decode keeps none. What else it decodes is Decode's.
+func TestDecodeParts(t *testing.T) {
+	tests := []struct {
+		line              string
+		message, ev, uuid string
+		none              bool // no parts: not a line
+		whole             bool // another kind: the whole line
+	}{
+		{line: `{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"hi <b>"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u1"}`,
+			message: `{"id":"m","role":"assistant","content":[{"type":"text","text":"hi <b>"}]}`, uuid: "u1"},
+		{line: `{"type":"user","message":{"role":"user","content":"plain"},"uuid":"u2"}`, message: `{"role":"user","content":"plain"}`, uuid: "u2"},
+		{line: `{"type":"stream_event","event":{"type":"content_block_delta","delta":{"text":"x"}},"session_id":"s","uuid":"u3"}`,
+			ev: `{"type":"content_block_delta","delta":{"text":"x"}}`, uuid: "u3"},
+		{line: `{"type":"result","subtype":"success","result":"done","message":{"x":1}}`, whole: true},
+		{line: `not json`, none: true},
+	}
+	for _, tt := range tests {
+		got := DecodeParts([]byte(tt.line))
+		want := Decode([]byte(tt.line))
+		if want.Parts != nil {
+			t.Errorf("Decode(%s) kept parts", tt.line)
+		}
+		p := got.Parts
+		got.Parts = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeParts(%s) = %+v, Decode = %+v", tt.line, got, want)
+		}
+		if tt.none {
+			if p != nil {
+				t.Errorf("DecodeParts(%s) kept parts %+v", tt.line, p)
+			}
+			continue
+		}
+		if tt.whole {
+			if p == nil || string(p.Line) != tt.line || p.Message != nil || p.Event != nil {
+				t.Errorf("DecodeParts(%s) parts %+v, want the whole line", tt.line, p)
+			}
+			continue
+		}
+		if p == nil || string(p.Message) != tt.message || string(p.Event) != tt.ev || p.UUID != tt.uuid {
+			t.Errorf("DecodeParts(%s) parts %+v", tt.line, p)
+		}
+	}
+}

@@ -37,6 +37,21 @@ type Options struct {
 	// can_use_tool control requests (--permission-prompt-tool stdio).
 	PermissionPromptStdio bool
 
+	// Agents is a JSON object of subagent definitions (--agents); Agent
+	// names the agent the session runs as (--agent).
+	Agents string
+	Agent  string
+	// Effort is the session's effort level (--effort: low, medium, high,
+	// xhigh, max).
+	Effort string
+	// PluginDirs load plugins for this session only (--plugin-dir each).
+	PluginDirs []string
+	// HookEvents writes the hooks' lifecycle lines (hook_started,
+	// hook_progress, hook_response) to the stream (--include-hook-events).
+	HookEvents bool
+	// Name is the session's display name (--name), shown by /resume.
+	Name string
+
 	// PartialMessages streams partial deltas as stream_event lines
 	// (--include-partial-messages), for clients that show text as it comes.
 	PartialMessages bool
@@ -49,7 +64,7 @@ type Options struct {
 // print mode flags, in a fixed order.
 //
 // Options whose CLI flag is variadic (--allowed-tools, --disallowed-tools,
-// --tools, --add-dir, --mcp-config) are written as one "--flag=value"
+// --tools, --add-dir, --mcp-config, --plugin-dir) are written as one "--flag=value"
 // argument per value: the attached form never swallows the arguments that
 // follow, and a rule holding spaces or commas ("Bash(git commit -m:*)")
 // stays one value.
@@ -93,6 +108,14 @@ func (o Options) Args() []string {
 	if o.ForkSession {
 		args = append(args, "--fork-session")
 	}
+	str("--agents", o.Agents)
+	str("--agent", o.Agent)
+	str("--effort", o.Effort)
+	each("--plugin-dir", o.PluginDirs)
+	if o.HookEvents {
+		args = append(args, "--include-hook-events")
+	}
+	str("--name", o.Name)
 	if o.PartialMessages {
 		args = append(args, "--include-partial-messages")
 	}

@@ -32,6 +32,12 @@ func TestArgs(t *testing.T) {
 		{"add dirs", Options{AddDirs: []string{"/a", "/b c"}}, []string{"--add-dir=/a", "--add-dir=/b c"}},
 		{"session id", Options{SessionID: "8f0e"}, []string{"--session-id", "8f0e"}},
 		{"resume fork", Options{Resume: "8f0e", ForkSession: true}, []string{"--resume", "8f0e", "--fork-session"}},
+		{"agents", Options{Agents: `{"rev":{"description":"d","prompt":"p"}}`, Agent: "rev"},
+			[]string{"--agents", `{"rev":{"description":"d","prompt":"p"}}`, "--agent", "rev"}},
+		{"effort", Options{Effort: "high"}, []string{"--effort", "high"}},
+		{"plugin dirs one flag each", Options{PluginDirs: []string{"/p/a", "/p/b c"}}, []string{"--plugin-dir=/p/a", "--plugin-dir=/p/b c"}},
+		{"hook events", Options{HookEvents: true}, []string{"--include-hook-events"}},
+		{"name", Options{Name: "fix the build"}, []string{"--name", "fix the build"}},
 		{"extra args last", Options{Model: "opus", ExtraArgs: []string{"--include-partial-messages"}},
 			[]string{"--model", "opus", "--include-partial-messages"}},
 		{"all in fixed order", Options{

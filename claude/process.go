@@ -2,7 +2,6 @@ package claude
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,9 +72,10 @@ type Config struct {
 	// zero ControlResponse: can_use_tool is denied, anything else gets an
 	// error reply.
 	OnControl func(ctx context.Context, req *ControlRequest) ControlResponse
-	// Raw keeps a copy of each decoded line in Event.Raw, for callers that
-	// pass lines on (a server session's clients); jobs need no copy.
-	Raw bool
+	// Parts keeps the parts of assistant, user and stream_event lines that
+	// are passed on as written in Event.Parts (DecodeParts), for callers
+	// that pass lines on (a server session's clients); jobs need none.
+	Parts bool
 }
 
 // ExitStatus is how a process ended and what its stdout held.
@@ -101,7 +101,7 @@ type Process struct {
 	onControl func(ctx context.Context, req *ControlRequest) ControlResponse
 	stream    io.Writer
 	maxLine   int
-	raw       bool
+	parts     bool
 
 	stdin       *os.File
 	writeSem    chan struct{} // one slot: one stdin line at a time
@@ -169,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		onControl:  cfg.OnControl,
 		stream:     cfg.Stream,
 		maxLine:    cfg.MaxLineBytes,
-		raw:        cfg.Raw,
+		parts:      cfg.Parts,
 		stdin:      pp.stdin,
 		writeSem:   make(chan struct{}, 1),
 		stdout:     pp.stdout,
@@ -322,6 +322,40 @@ func (p *Process) MCPStatus(ctx context.Context) ([]MCPServer, error) {
 		return nil, fmt.Errorf("mcp_status: decode the answer: %w", err)
 	}
 	return body.MCPServers, nil
+}
+
+// SetModel switches the model of the running session (the set_model
+// control request) from the next API call on; "" returns to the session's
+// default model. It returns the CLI's acknowledgement.
+func (p *Process) SetModel(ctx context.Context, model string) (*ControlReply, error) {
+	body := struct {
+		Subtype string  `json:"subtype"`
+		Model   *string `json:"model"`
+	}{Subtype: "set_model"}
+	if model != "" {
+		body.Model = &model
+	}
+	return p.ack(ctx, "set_model", body)
+}
+
+// SetPermissionMode changes the permission mode of the running session (the
+// set_permission_mode control request). The CLI's acknowledgement names
+// the mode now in effect, which can differ from the one asked for.
+func (p *Process) SetPermissionMode(ctx context.Context, mode string) (*ControlReply, error) {
+	return p.ack(ctx, "set_permission_mode", map[string]string{"subtype": "set_permission_mode", "mode": mode})
+}
+
+// ack sends a control request and returns the CLI's reply; an error reply
+// is an error that carries the CLI's message.
+func (p *Process) ack(ctx context.Context, subtype string, body any) (*ControlReply, error) {
+	reply, err := p.request(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", subtype, err)
+	}
+	if reply.Subtype != "success" {
+		return reply, fmt.Errorf("%s: claude answered %s: %s", subtype, reply.Subtype, reply.Error)
+	}
+	return reply, nil
 }
 
 // request sends a control request and waits for the control_response with
@@ -652,10 +686,7 @@ func (p *Process) emit(line []byte, size int, oversized, torn bool) {
 		ev = Event{Type: TypeInvalid, Size: size,
 			Err: fmt.Errorf("incomplete last line (%d bytes, no newline at end of output)", size)}
 	default:
-		ev = Decode(line)
-		if p.raw {
-			ev.Raw = bytes.Clone(line)
-		}
+		ev = decode(line, p.parts)
 	}
 	p.status.Lines++
 	if ev.Type == TypeInvalid {

@@ -70,6 +70,13 @@ func TestHistoryUsageJSON(t *testing.T) {
 		if r["session_id"] == "bbbbbbbb-2222-4222-8222-222222222222" && r["api_calls"] != 1.0 {
 			t.Errorf("fork row %v", r)
 		}
+		// A cost that leaves out unpriced calls says so: never a silent 0.
+		if _, unpriced := r["unpriced_calls"]; unpriced != (r["unpriced"] == true) {
+			t.Errorf("row %v: unpriced calls without \"unpriced\": true, or the reverse", r)
+		}
+	}
+	if doc.Total["unpriced"] != true || !strings.Contains(errOut, "1 API calls of models without a price (claude-mystery-9) are not in cost_usd") {
+		t.Errorf("total %v; stderr %q: want unpriced and a warning naming the model", doc.Total, errOut)
 	}
 
 	out, _, code = runHistory(t, env, "usage", "--by", "day", "--utc", "--since", "2026-11-20", "--until", "2026-11-20", "--json")

@@ -32,7 +32,9 @@ func newCmdHistoryUsage(io *IO, parent *historyOptions) *cobra.Command {
 Calls are deduplicated by (message.id, requestId) across all files; a call a
 fork copied stays with the session it was first made in. Subagent calls count
 for their session; synthetic API-error entries are skipped. Calls of models
-the price table does not know are counted but not priced (marked *).
+the price table does not know are counted but not priced (marked *, and
+"unpriced": true in --json beside the partial cost_usd), and a warning on
+stderr names their models.
 --json prints an array of rows: the group key (date, session_id, model or
 project), input_tokens, output_tokens, cache_read_input_tokens,
 cache_creation_input_tokens, cost_usd, api_calls, and, by session, flags
@@ -64,6 +66,7 @@ func historyUsage(ctx context.Context, io *IO, opts *historyUsageOptions) error 
 		loc = time.UTC
 	}
 	rows := corpus.UsageBy(by, loc)
+	defer warnUnpriced(io, corpus.Total())
 	if opts.JSON {
 		if err := writeUsageJSON(io, rows, corpus); err != nil {
 			return err
@@ -140,6 +143,16 @@ func writeUsageTable(io *IO, by string, rows []history.UsageRow, t history.Total
 		fmt.Fprintf(io.Out, "* includes calls of models without a price (%s); add them with --prices FILE\n", strings.Join(t.UnpricedModels, ", "))
 	}
 	return nil
+}
+
+// warnUnpriced says on stderr that cost_usd leaves out calls of models
+// without a price: a cost pneuma cannot price is never a silent 0.
+func warnUnpriced(io *IO, t history.Totals) {
+	if t.UnpricedCalls == 0 {
+		return
+	}
+	fmt.Fprintf(io.ErrOut, "pneuma: %d API calls of models without a price (%s) are not in cost_usd (rows with them have \"unpriced\": true); add their prices with --prices FILE\n",
+		t.UnpricedCalls, strings.Join(t.UnpricedModels, ", "))
 }
 
 // billingFlags reports flags that make a session's figure differ from its bill.

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
+	"unicode"
 
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/report"
@@ -22,18 +22,23 @@ type reporter interface {
 }
 
 // newReporter picks the progress output: JSON events on stdout (--json),
-// nothing (--quiet), one bar on a terminal, or plain lines (CI).
+// nothing (--quiet), or plain lines (CI). On a terminal the live view
+// (liveView, an Observer: it reads the fine events too) draws instead.
 func newReporter(io *IO, o *RunOptions, github bool) reporter {
 	switch {
 	case o.JSON:
 		return &jsonReporter{w: io.Out}
-	case o.Quiet:
+	case o.Quiet, liveTerminal(io, o):
 		return nopReporter{}
-	case io.IsTTY:
-		return newBarReporter(io.ErrOut, 100*time.Millisecond)
 	}
-	return &lineReporter{w: io.ErrOut, github: github}
+	return &limitLines{reporter: &lineReporter{w: io.ErrOut, github: github}, w: io.ErrOut}
 }
+
+// liveTerminal says whether `pneuma run` draws its live view.
+func liveTerminal(io *IO, o *RunOptions) bool { return io.IsTTY && !o.JSON && !o.Quiet }
+
+// liveRedraws is the live view's throttle: at most 10 frames a second.
+const liveRedraws = 100 * time.Millisecond
 
 type nopReporter struct{}
 
@@ -135,7 +140,39 @@ func (r *lineReporter) Event(e runner.Event) {
 		if j.Error != "" && j.Status != report.StatusSucceeded {
 			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, text.Shorten(j.Error, 400)))
 		}
+		if line := tasksLeft(j); line != "" {
+			r.echo(fmt.Sprintf("         %s: %s\n", j.Name, line))
+		}
+	case runner.EventCompactBoundary, runner.EventModelFallback, runner.EventWritesLost:
+		r.echo(fmt.Sprintf("%s note   %s: %s\n", ts, e.Job, text.Shorten(e.Message, 400)))
 	}
+}
+
+// printable drops the control characters of s, which the model wrote:
+// none reaches the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// tasksLeft says which background tasks a job left running at its result,
+// "" when none.
+func tasksLeft(j *report.Job) string {
+	if len(j.TasksRunning) == 0 {
+		return ""
+	}
+	names := make([]string, len(j.TasksRunning))
+	for i, t := range j.TasksRunning {
+		names[i] = printable(t.ID)
+		if t.Description != "" {
+			names[i] += " (" + text.Shorten(printable(t.Description), 80) + ")"
+		}
+	}
+	return fmt.Sprintf("%d background task(s) still running at the result: %s", len(names), strings.Join(names, ", "))
 }
 
 // echo prints text that may come from the model or the CLI. In GitHub
@@ -158,100 +195,3 @@ func (r *lineReporter) echo(s string) {
 }
 
 func (r *lineReporter) Close() {}
-
-// barReporter draws one progress bar on a terminal: jobs done of total, the
-// jobs running, and the spend so far.
-type barReporter struct {
-	mu       sync.Mutex
-	w        io.Writer
-	bar      *progressbar.ProgressBar
-	running  map[string]bool
-	spent    float64
-	stop     chan struct{} // ends the ticker that keeps the elapsed time moving
-	throttle time.Duration
-	done     chan struct{}
-}
-
-// plainWriter hides the *os.File from progressbar, which fsyncs every redraw
-// when its writer is a file (STYLE.md, practice 12).
-type plainWriter struct{ w io.Writer }
-
-func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
-
-// newBarReporter draws at most one frame per throttle.
-func newBarReporter(w io.Writer, throttle time.Duration) *barReporter {
-	return &barReporter{w: w, running: map[string]bool{}, throttle: throttle}
-}
-
-func (r *barReporter) Event(e runner.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e.SpentUSD > r.spent {
-		r.spent = e.SpentUSD
-	}
-	switch e.Type {
-	case runner.EventRunStarted:
-		r.bar = progressbar.NewOptions(e.Jobs,
-			progressbar.OptionSetWriter(plainWriter{r.w}),
-			progressbar.OptionSetWidth(24),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionThrottle(r.throttle),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionSetDescription("starting"),
-		)
-		r.stop, r.done = make(chan struct{}), make(chan struct{})
-		go r.tick()
-	case runner.EventJobStarted:
-		r.running[e.Job] = true
-	case runner.EventJobFinished:
-		delete(r.running, e.Job)
-		if r.bar != nil {
-			_ = r.bar.Add(1) // errors only from writing to the terminal: cosmetic
-		}
-		if j := e.Result; j != nil && j.Status != report.StatusSucceeded && r.bar != nil {
-			_ = r.bar.Clear()
-			fmt.Fprintf(r.w, "%s: %s %s\n", j.Name, j.Status, j.Reason)
-		}
-	}
-	r.describe()
-}
-
-// describe redraws the bar; the caller holds mu.
-func (r *barReporter) describe() {
-	if r.bar != nil {
-		r.bar.Describe(fmt.Sprintf("%d running · $%.2f", len(r.running), r.spent))
-	}
-}
-
-// tick redraws the bar every second so that its clock moves while jobs run.
-func (r *barReporter) tick() {
-	defer close(r.done)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-			r.mu.Lock()
-			r.describe()
-			r.mu.Unlock()
-		}
-	}
-}
-
-func (r *barReporter) Close() {
-	if r.stop != nil {
-		close(r.stop)
-		<-r.done
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.bar != nil {
-		// Errors only from writing to the terminal: cosmetic.
-		_ = r.bar.Finish()
-		_ = r.bar.Clear()
-	}
-}

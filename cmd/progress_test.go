@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/live"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -29,24 +30,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestBarReporter(t *testing.T) {
-	var out syncBuffer
-	r := newBarReporter(&out, 0)
-	now := time.Now()
-	r.Event(runner.Event{Type: runner.EventRunStarted, Time: now, Jobs: 2})
-	r.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "a"})
-	r.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "b"})
-	r.Event(runner.Event{Type: runner.EventJobFinished, Time: now, Job: "a", SpentUSD: 0.25, Result: &report.Job{Name: "a", Status: report.StatusSucceeded}})
-	if got := out.String(); !strings.Contains(got, "1 running · $0.25") || !strings.Contains(got, "(1/2)") {
-		t.Errorf("bar does not show progress: %q", got)
-	}
-	r.Event(runner.Event{Type: runner.EventJobFinished, Time: now, Job: "b", Result: &report.Job{Name: "b", Status: report.StatusFailed, Reason: report.ReasonMaxTurns}})
-	if got := out.String(); !strings.Contains(got, "b: failed max_turns") {
-		t.Errorf("a failed job is not printed above the bar: %q", got)
-	}
-	r.Close() // must stop the ticker goroutine (it waits for it); -race checks its writes
-}
-
 func TestLineReporterGuardsModelText(t *testing.T) {
 	var out bytes.Buffer
 	r := &lineReporter{w: &out, github: true}
@@ -65,5 +48,68 @@ func TestLineReporterGuardsModelText(t *testing.T) {
 	}
 	if !guarded {
 		t.Errorf("no stop-commands fence: %q", out.String())
+	}
+}
+
+// TestLiveView draws a run with the view's own loop: a failure is printed
+// above the region as it happens, in red unless NO_COLOR; the region is
+// erased at the end and nothing is left of the running lines.
+func TestLiveView(t *testing.T) {
+	for _, color := range []bool{true, false} {
+		var out syncBuffer
+		v := newLiveView(&out, func() (int, int, error) { return 60, 20, nil }, color, 0, 5*time.Millisecond)
+		now := time.Now()
+		v.Event(runner.Event{Type: runner.EventRunStarted, Time: now, Jobs: 2})
+		v.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "a"})
+		v.Event(runner.Event{Type: runner.EventJobStarted, Time: now, Job: "b"})
+		v.Event(runner.Event{Type: runner.EventToolStarted, Time: now, Job: "a", Tool: &runner.ToolCall{Name: "Bash", ToolUseID: "1", Input: "Bash: make"}})
+		v.Event(runner.Event{Type: runner.EventJobFinished, Time: now, Job: "b", Result: &report.Job{Name: "b", Status: report.StatusFailed, Reason: report.ReasonMaxTurns, Error: "too many turns"}})
+		waitFor(t, &out, "Bash: make")
+		waitFor(t, &out, "✗ b  failed (max_turns)")
+		v.Close()
+		got := out.String()
+		if strings.Contains(got, "\x1b[31m") != color {
+			t.Errorf("color %v: red present %v: %q", color, !color, got)
+		}
+		if !strings.HasSuffix(got, "\x1b[J") {
+			t.Errorf("the region is not erased at the end: %q", got[max(0, len(got)-80):])
+		}
+		for _, l := range strings.Split(got, "\n") {
+			if live.Width(stripANSI(l)) > 60+20 { // a line holds at most the width plus cursor codes
+				t.Errorf("line wider than the terminal: %q", l)
+			}
+		}
+	}
+}
+
+func waitFor(t *testing.T, out *syncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the view never drew %q: %q", s, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLineReporterTasksLeftRunning: pneuma run says which background tasks
+// a job left running at its result, without the model's control characters.
+func TestLineReporterTasksLeftRunning(t *testing.T) {
+	var out bytes.Buffer
+	r := &lineReporter{w: &out}
+	r.Event(runner.Event{Type: runner.EventCompactBoundary, Time: time.Now(), Job: "x", Message: "the conversation was compacted (auto) from 150000 tokens"})
+	r.Event(runner.Event{Type: runner.EventJobFinished, Time: time.Now(), Job: "x", Result: &report.Job{
+		Name: "x", Status: report.StatusSucceeded, TasksRunning: []report.Task{{ID: "b1", Description: "dev\x1b[2Jserver"}},
+	}})
+	got := out.String()
+	if !strings.Contains(got, "x: 1 background task(s) still running at the result: b1 (dev [2Jserver)") {
+		t.Errorf("no tasks-left line: %q", got)
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("a control character reached the terminal: %q", got)
+	}
+	if !strings.Contains(got, "note   x: the conversation was compacted") {
+		t.Errorf("no compaction line: %q", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
@@ -34,13 +35,17 @@ type IO struct {
 	ErrOut io.Writer
 	// IsTTY reports whether ErrOut is an interactive terminal (progress bar).
 	IsTTY bool
+	// TermSize, when set, reports ErrOut's terminal size in columns and
+	// rows (the live view); unset or failing, 80×24 is assumed.
+	TermSize func() (cols, rows int, err error)
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 }
 
 // SystemIO returns the process's own streams.
 func SystemIO() *IO {
-	return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: isTerminal(os.Stderr), Getenv: os.Getenv}
+	return &IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: isTerminal(os.Stderr), Getenv: os.Getenv,
+		TermSize: func() (int, int, error) { return term.GetSize(int(os.Stderr.Fd())) }}
 }
 
 // Main runs pneuma with os.Args and returns the process exit code.
@@ -98,6 +103,8 @@ func NewRootCmd(io *IO) *cobra.Command {
 	})
 	root.AddCommand(
 		NewCmdRun(io, nil),
+		NewCmdStatus(io),
+		NewCmdLogs(io),
 		NewCmdHistory(io),
 		NewCmdReport(io),
 		NewCmdClean(io),

@@ -194,9 +194,6 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	warnUnsandboxed(io, plan)
 	github := io.Getenv("GITHUB_ACTIONS") == "true"
 	rep := newReporter(io, o, github)
-	if !o.JSON && !o.Quiet {
-		rep = limitLines{reporter: rep, w: io.ErrOut}
-	}
 	ropts := runner.Options{Git: git, Reporter: rep, Keep: keep, FailFast: o.FailFast,
 		Kill: killSignal(ctx), StopGrace: o.StopGrace, Pool: o.Pool}
 	tel, stopTelemetry, err := startTelemetry(ctx, io, false)
@@ -215,6 +212,20 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	defer stopNotify()
 	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
+	var view *liveView
+	observers := []runner.Reporter{ropts.Observer}
+	if liveTerminal(io, o) {
+		view = newLiveView(io.ErrOut, io.TermSize, io.Getenv("NO_COLOR") == "", plan.BudgetUSD, liveRedraws)
+		observers = append(observers, view)
+	}
+	rec, err := openRecorder(runner.RunDir(plan.RunDir).Events(), io.ErrOut, observers...)
+	if err != nil {
+		if view != nil {
+			view.Close()
+		}
+		return &ExitError{Code: ExitEnvironment, Err: err}
+	}
+	ropts.Observer = rec
 	var r *report.Report
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)
@@ -222,6 +233,10 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		r, err = runner.Run(ctx, plan, ropts)
 	}
 	rep.Close()
+	if view != nil {
+		view.Close()
+	}
+	rec.Close(io.ErrOut)
 	if o.MemProfile != "" {
 		if perr := writeHeapProfile(o.MemProfile); perr != nil {
 			fmt.Fprintf(io.ErrOut, "warning: %v\n", perr)
@@ -532,7 +547,7 @@ type limitLines struct {
 	w stdio.Writer
 }
 
-func (l limitLines) Event(e runner.Event) {
+func (l *limitLines) Event(e runner.Event) {
 	switch {
 	case e.Message != "":
 		fmt.Fprintf(l.w, "pneuma: %s\n", e.Message)

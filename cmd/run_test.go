@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -422,8 +423,9 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 			cli := fakecli.Install(t, hangingScenario(tc.ignore))
 			path := writeJobs(t, repo, "version: 1\njobs:\n  - name: busy\n    prompt: work\n  - name: later\n    prompt: never starts\n")
 			c := pneuma(t, repo, "run", "-j", "1", "--claude", cli, "--stop-grace", tc.grace, path)
-			var stdout, stderr bytes.Buffer
-			c.Stdout, c.Stderr = &stdout, &stderr
+			var stdout bytes.Buffer
+			stderr := &lockedBuffer{}
+			c.Stdout, c.Stderr = &stdout, stderr
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +439,9 @@ func TestInterruptCommitsWorkAndExits130(t *testing.T) {
 			start := time.Now()
 			_ = c.Process.Signal(syscall.SIGINT)
 			if tc.signals == 2 {
-				time.Sleep(300 * time.Millisecond)
+				// The second comes once pneuma took the first.
+				poll.Eventually(t, 10*time.Second, func() bool { return strings.Contains(stderr.String(), "again to kill") },
+					"pneuma says it stops gracefully; stderr: %s", stderr.String())
 				_ = c.Process.Signal(syscall.SIGINT)
 			}
 			err := waitTimeout(c, tc.within+10*time.Second)
@@ -668,4 +672,23 @@ jobs:
 	if r := run(t, repo, nil, "run", "--claude", bin); r.code != cmd.ExitUsage {
 		t.Errorf("run without a jobs file nor --resume: exit %d", r.code)
 	}
+}
+
+// lockedBuffer is a buffer a child's output is copied into while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

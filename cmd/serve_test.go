@@ -51,12 +51,14 @@ func TestServeLifecycle(t *testing.T) {
 		done <- serveCmd(ctx, out, "--addr", "127.0.0.1:0", "--state-dir", t.TempDir(), "--claude", "/nonexistent/claude")
 	}()
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if i := strings.Index(out.String(), "http://"); i >= 0 && strings.Contains(out.String()[i:], "\n") {
-			url = strings.Fields(out.String()[i:])[0]
-			break
+	poll.Until(10*time.Second, func() bool {
+		s := out.String()
+		if i := strings.Index(s, "http://"); i >= 0 && strings.Contains(s[i:], "\n") {
+			url = strings.Fields(s[i:])[0]
+			return true
 		}
-	}
+		return false
+	})
 	base, token, ok := strings.Cut(url, "#token=")
 	if !ok || len(token) != 64 {
 		t.Fatalf("no URL with a token in %q", out.String())

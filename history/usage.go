@@ -98,6 +98,9 @@ type Totals struct {
 	// their tokens are included, their cost is not.
 	UnpricedCalls  int      `json:"unpriced_calls,omitempty"`
 	UnpricedModels []string `json:"unpriced_models,omitempty"`
+	// Unpriced is true when CostUSD leaves out calls it could not price:
+	// it is then a lower bound, never a silent 0 for "free".
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // merge adds o into t.
@@ -106,6 +109,7 @@ func (t *Totals) merge(o *Totals) {
 	t.CostUSD += o.CostUSD
 	t.APICalls += o.APICalls
 	t.UnpricedCalls += o.UnpricedCalls
+	t.Unpriced = t.Unpriced || o.Unpriced || o.UnpricedCalls > 0
 	for _, m := range o.UnpricedModels {
 		t.addUnpriced(m)
 	}
@@ -132,6 +136,7 @@ func (t *Totals) addCall(c *call, prices *PriceTable) {
 		return
 	}
 	t.UnpricedCalls++
+	t.Unpriced = true
 	t.addUnpriced(c.model)
 }
 

@@ -128,7 +128,7 @@ func TestScanDeduplicatesForks(t *testing.T) {
 	if a.APICalls != 5 || b.APICalls != 1 || b.InputTokens != 50 || !near(b.CostUSD, (50*3+10*15)/1e6) {
 		t.Errorf("A = %+v\nB = %+v", a, b)
 	}
-	if cc.UnpricedCalls != 1 || cc.CostUSD != 0 || cc.InputTokens != 1000 || !slices.Contains(cc.Flags, FlagCompacted) || !slices.Contains(cc.Flags, FlagInterrupted) {
+	if cc.UnpricedCalls != 1 || !cc.Unpriced || a.Unpriced || cc.CostUSD != 0 || cc.InputTokens != 1000 || !slices.Contains(cc.Flags, FlagCompacted) || !slices.Contains(cc.Flags, FlagInterrupted) {
 		t.Errorf("C = %+v", cc)
 	}
 	tot := c.Total()

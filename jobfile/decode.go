@@ -176,6 +176,14 @@ func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t.Kind() == reflect.Map && n.Kind == yaml.MappingNode {
+		// A map of structs (agents): each value is checked as its struct.
+		ok := true
+		for i := 1; i < len(n.Content); i += 2 {
+			ok = d.known(n.Content[i], t.Elem()) && ok
+		}
+		return ok
+	}
 	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode || t == reflect.TypeFor[Duration]() {
 		return true
 	}

@@ -45,6 +45,45 @@ jobs:
 			},
 		},
 		{
+			name: "agents, effort and plugin_dirs",
+			yaml: `version: 1
+jobs:
+  - name: a
+    prompt: x
+    effort: extreme
+    agent: "-x"
+    plugin_dirs: [""]
+    agents:
+      reviewer: {description: d, prompt: p, permissionMode: yolo}
+      "bad name": {description: d, prompt: p}
+      nodesc: {prompt: p}
+      typo: {description: d, prompt: p, tool: [Read]}
+`,
+			want: []string{
+				`jobs.yaml:5:13: effort "extreme" is not one of low, medium, high, xhigh, max`,
+				`jobs.yaml:6:12: agent must name an agent, not "-x"`,
+				`jobs.yaml:7:18: plugin_dirs[0] is empty`,
+				`jobs.yaml:12:41: unknown field "tool" (did you mean "tools"?)`,
+			},
+		},
+		{
+			name: "agents checked",
+			yaml: `version: 1
+jobs:
+  - name: a
+    prompt: x
+    agents:
+      reviewer: {description: d, prompt: p, permissionMode: yolo}
+      "bad name": {description: d, prompt: p}
+      nodesc: {prompt: p}
+`,
+			want: []string{
+				`jobs.yaml:6:7: agents: "bad name" is not an agent name (letters, digits, - and _)`,
+				`jobs.yaml:6:7: agents.nodesc needs a description and a prompt`,
+				`jobs.yaml:6:7: agents.reviewer.permissionMode "yolo" is not one of default, acceptEdits, plan, bypassPermissions, dontAsk, auto`,
+			},
+		},
+		{
 			name: "missing version and jobs",
 			yaml: "concurrency: 2\n",
 			want: []string{

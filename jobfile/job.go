@@ -71,6 +71,18 @@ type Job struct {
 	Push               *bool             `yaml:"push"`
 	Remote             string            `yaml:"remote"`
 	Sandbox            *sandbox.Spec     `yaml:"sandbox"`
+	// Agents are subagent definitions passed as --agents, by name; Agent
+	// names the agent the job runs as (--agent).
+	Agents map[string]Agent `yaml:"agents"`
+	Agent  string           `yaml:"agent"`
+	// Effort is the CLI's effort level (--effort).
+	Effort string `yaml:"effort"`
+	// PluginDirs load plugins for the job's CLI only (--plugin-dir).
+	PluginDirs []string `yaml:"plugin_dirs"`
+	// IncludeHookEvents has the CLI write its hooks' lifecycle to the
+	// stream (--include-hook-events): counted in the report (hook_runs),
+	// shown in the console.
+	IncludeHookEvents bool `yaml:"include_hook_events"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").
 	Pos Pos `yaml:"-"`
@@ -201,4 +213,22 @@ func (j *Job) ForceSandbox() {
 		j.Sandbox = &sandbox.Spec{}
 	}
 	j.Sandbox.Enabled, j.set["sandbox"] = true, true
+}
+
+// Agent is one subagent definition of agents, in the CLI's own spelling
+// of --agents (camelCase keys), so that a definition from Claude Code's
+// documentation is written here unchanged.
+type Agent struct {
+	Description     string   `yaml:"description" json:"description"`
+	Prompt          string   `yaml:"prompt" json:"prompt"`
+	Tools           []string `yaml:"tools" json:"tools,omitempty"`
+	DisallowedTools []string `yaml:"disallowedTools" json:"disallowedTools,omitempty"`
+	Model           string   `yaml:"model" json:"model,omitempty"`
+	Skills          []string `yaml:"skills" json:"skills,omitempty"`
+	MaxTurns        int      `yaml:"maxTurns" json:"maxTurns,omitempty"`
+	Background      bool     `yaml:"background" json:"background,omitempty"`
+	Effort          string   `yaml:"effort" json:"effort,omitempty"`
+	PermissionMode  string   `yaml:"permissionMode" json:"permissionMode,omitempty"`
+	InitialPrompt   string   `yaml:"initialPrompt" json:"initialPrompt,omitempty"`
+	Memory          string   `yaml:"memory" json:"memory,omitempty"`
 }

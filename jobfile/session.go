@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -15,8 +16,10 @@ import (
 type Session struct {
 	// Job holds the job fields (its Name is the session's label).
 	Job Job `json:"job"`
-	// Resume is a CLI session id to continue.
-	Resume string `json:"resume,omitempty"`
+	// Resume is a CLI session id to continue; with ForkSession the
+	// session continues a copy of it (--fork-session), leaving it as it was.
+	Resume      string `json:"resume,omitempty"`
+	ForkSession bool   `json:"fork_session,omitempty"`
 	// PermissionPrompt "client" sends the permission prompts that the policy
 	// and the permission mode leave open to the session's clients.
 	PermissionPrompt string `json:"permission_prompt,omitempty"`
@@ -37,6 +40,7 @@ var sessionJobFields = []string{
 	"name", "repo", "base", "worktree", "commit", "model", "permission_mode", "policy", "allowed_tools",
 	"disallowed_tools", "tools", "max_turns", "max_budget_usd", "system_prompt", "append_system_prompt",
 	"mcp_config", "settings", "add_dirs", "env", "timeout", "idle_timeout", "sandbox",
+	"agents", "agent", "effort", "plugin_dirs", "include_hook_events",
 }
 
 // sessionRefused are the job fields a session refuses, and why: a field a
@@ -57,7 +61,7 @@ var sessionRefused = map[string]string{
 }
 
 // sessionFields are every field of a session request.
-var sessionFields = append(append([]string(nil), sessionJobFields...), "resume", "permission_prompt", "permission_timeout")
+var sessionFields = append(append([]string(nil), sessionJobFields...), "resume", "fork_session", "permission_prompt", "permission_timeout")
 
 // DecodeSession decodes a session request (a JSON object) strictly, like
 // the jobs file: unknown fields, wrong types and invalid values are all
@@ -95,7 +99,7 @@ func (d *decoder) sessionJob(doc *yaml.Node) Job {
 	for _, k := range sessionJobFields {
 		allowed[k] = true
 	}
-	own := map[string]bool{"resume": true, "permission_prompt": true, "permission_timeout": true}
+	own := map[string]bool{"resume": true, "fork_session": true, "permission_prompt": true, "permission_timeout": true}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k := doc.Content[i]
 		switch {
@@ -118,6 +122,10 @@ func (d *decoder) sessionOwn(doc *yaml.Node, spec *Session) {
 		switch k.Value {
 		case "resume":
 			d.scalar(v, &spec.Resume)
+		case "fork_session":
+			if d.scalar(v, &spec.ForkSession) && spec.ForkSession && strings.TrimSpace(scalarValue(doc, "resume")) == "" {
+				d.errorf(v, "fork_session forks the session named by resume; set resume")
+			}
 		case "permission_prompt":
 			if d.scalar(v, &spec.PermissionPrompt) && spec.PermissionPrompt != "" && spec.PermissionPrompt != PermissionPromptClient {
 				d.errorf(v, "permission_prompt must be %q or empty, not %q", PermissionPromptClient, spec.PermissionPrompt)
@@ -128,6 +136,14 @@ func (d *decoder) sessionOwn(doc *yaml.Node, spec *Session) {
 			}
 		}
 	}
+}
+
+// scalarValue is the value of key in mapping m, "" when absent.
+func scalarValue(m *yaml.Node, key string) string {
+	if v := valueNode(m, key); v != m {
+		return v.Value
+	}
+	return ""
 }
 
 // notePaths records the field path of every node under n (keys included).

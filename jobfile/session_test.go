@@ -18,6 +18,10 @@ func TestDecodeSession(t *testing.T) {
 		spec.PermissionPrompt != "client" || spec.PermissionWait() != 30*time.Second || spec.Job.Timeout.Std() != 10*time.Minute {
 		t.Fatalf("decoded %+v", spec)
 	}
+	spec, err = DecodeSession([]byte(`{"fork_session":true,"resume":"8f0e","effort":"low","include_hook_events":true}`))
+	if err != nil || !spec.ForkSession || spec.Resume != "8f0e" || spec.Job.Effort != "low" || !spec.Job.IncludeHookEvents {
+		t.Fatalf("decoded %+v, %v", spec, err)
+	}
 	if (&Session{}).PermissionWait() != DefaultPermissionTimeout {
 		t.Fatal("default permission timeout")
 	}
@@ -54,6 +58,11 @@ func TestDecodeSessionProblems(t *testing.T) {
 			"permission_timeout: duration \"5\" needs a unit",
 		}},
 		{`{"add_dirs":["a",3,{"x":1}]}`, []string{"add_dirs"}},
+		{`{"fork_session":true,"effort":"huge","agents":{"r":{"description":"d"}}}`, []string{
+			"fork_session: fork_session forks the session named by resume; set resume",
+			`effort: effort "huge" is not one of`,
+			"agents: agents.r needs a description and a prompt",
+		}},
 	}
 	for _, tt := range tests {
 		_, err := DecodeSession([]byte(tt.body))

@@ -1,11 +1,17 @@
 package jobfile
 
 import (
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pneuma-cli/pneuma/policy"
 )
+
+// PermissionModes are the values the CLI accepts for --permission-mode.
+func PermissionModes() []string { return slices.Clone(permissionModes) }
 
 // permissionModes are the values the CLI accepts for --permission-mode.
 var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}
@@ -97,6 +103,7 @@ func (d *decoder) validateJob(j *Job) {
 		}
 	}
 	d.validatePublish(j)
+	d.validateAgents(j)
 }
 
 func jobLabel(j *Job, i int) string {
@@ -113,4 +120,45 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// effortLevels are the values the CLI accepts for --effort.
+var effortLevels = []string{"low", "medium", "high", "xhigh", "max"}
+
+// agentMemories are the values of an agent's memory.
+var agentMemories = []string{"user", "project", "local"}
+
+// agentName is what the CLI takes as an agent's name.
+var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// validateAgents checks agents, agent, effort and plugin_dirs.
+func (d *decoder) validateAgents(j *Job) {
+	if j.set["effort"] && !slices.Contains(effortLevels, j.Effort) {
+		d.errorAt(j.pos["effort"], "effort %q is not one of %s", j.Effort, strings.Join(effortLevels, ", "))
+	}
+	if j.set["agent"] && (strings.TrimSpace(j.Agent) == "" || strings.HasPrefix(j.Agent, "-")) {
+		d.errorAt(j.pos["agent"], "agent must name an agent, not %q", j.Agent)
+	}
+	for i, dir := range j.PluginDirs {
+		if strings.TrimSpace(dir) == "" {
+			d.errorAt(j.pos["plugin_dirs"], "plugin_dirs[%d] is empty", i)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(j.Agents)) {
+		a, at := j.Agents[name], j.pos["agents"]
+		switch {
+		case !agentName.MatchString(name):
+			d.errorAt(at, "agents: %q is not an agent name (letters, digits, - and _)", name)
+		case strings.TrimSpace(a.Description) == "" || strings.TrimSpace(a.Prompt) == "":
+			d.errorAt(at, "agents.%s needs a description and a prompt", name)
+		case a.PermissionMode != "" && !slices.Contains(permissionModes, a.PermissionMode):
+			d.errorAt(at, "agents.%s.permissionMode %q is not one of %s", name, a.PermissionMode, strings.Join(permissionModes, ", "))
+		case a.Effort != "" && !slices.Contains(effortLevels, a.Effort):
+			d.errorAt(at, "agents.%s.effort %q is not one of %s", name, a.Effort, strings.Join(effortLevels, ", "))
+		case a.Memory != "" && !slices.Contains(agentMemories, a.Memory):
+			d.errorAt(at, "agents.%s.memory %q is not one of %s", name, a.Memory, strings.Join(agentMemories, ", "))
+		case a.MaxTurns < 0:
+			d.errorAt(at, "agents.%s.maxTurns must not be negative", name)
+		}
+	}
 }

@@ -147,6 +147,12 @@ const (
 	// WarnSandboxRef: a commit inside the sandbox moved the job's branch
 	// in a way pneuma did not carry out; sandbox.ref_errors says why.
 	WarnSandboxRef = "sandbox_ref"
+	// WarnSessionWritesLost: the CLI could not save part of the session
+	// (disk full, quota): its transcript is incomplete.
+	WarnSessionWritesLost = "session_writes_lost"
+	// WarnTasksRunning: background tasks were still running when the job's
+	// last result came; tasks_running lists them.
+	WarnTasksRunning = "tasks_running"
 )
 
 // Warning is a problem that failed no job but needs a person's attention.
@@ -248,6 +254,33 @@ type Job struct {
 	// Sandbox is how the job was confined; nil when it ran without a
 	// sandbox (sandbox job field, --sandbox).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// APIRetries counts the API calls the CLI retried (api_retry lines).
+	APIRetries int `json:"api_retries"`
+	// Compactions counts the times the CLI compacted the conversation.
+	Compactions int `json:"compactions,omitempty"`
+	// HookRuns counts the hooks the CLI ran, with include_hook_events.
+	HookRuns int `json:"hook_runs,omitempty"`
+	// RefusalFallback says the model refused and the CLI switched to a
+	// fallback model; Model then names the model that served.
+	RefusalFallback *RefusalFallback `json:"refusal_fallback,omitempty"`
+	// TasksRunning are the background tasks still running at the job's
+	// last result (the CLI was then closed; a warning says so).
+	TasksRunning []Task `json:"tasks_running,omitempty"`
+}
+
+// RefusalFallback is a model_refusal_fallback the CLI reported.
+type RefusalFallback struct {
+	OriginalModel string `json:"original_model"`
+	FallbackModel string `json:"fallback_model"`
+	// Scope is "session" (the rest of the session) or "local" (one answer).
+	Scope string `json:"scope,omitempty"`
+}
+
+// Task is a background task of the CLI (a shell, a subagent, a workflow).
+type Task struct {
+	ID          string `json:"id"`
+	Type        string `json:"type,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // Sandbox is a job's sandbox as it ran: the rules it was given and what

@@ -34,6 +34,7 @@ type attempt struct {
 	rateLimit  *claude.RateLimitInfo
 	mcp        []claude.MCPServer
 	permMode   string // the permission mode the CLI reported
+	notices    notices
 	// unstarted: the run stopped, or a usage limit closed it, while the
 	// attempt waited for a start slot; no CLI ran.
 	unstarted bool
@@ -51,6 +52,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 	opts, prompts := job.Options, job.Prompts
 	if resume != "" {
 		opts.Resume, prompts = resume, []string{ContinuePrompt}
+		opts.ForkSession = job.ForkFrom != "" && resume == job.ForkFrom
 	}
 	if r.client != nil && (!cont || resume == "") {
 		msgs, ok := r.client.wait(ctx)
@@ -80,7 +82,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		}
 		return a
 	}
-	defer r.gate.release()
+	defer r.releaseStart()
 	a.waited = time.Since(waitStart)
 	r.observeStart(job.Name, a.waited)
 	cliStart := time.Now()
@@ -90,7 +92,8 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 		policy: job.Policy, audit: rec.audit, stream: rec.stream, stderr: rec.stderr, stopGrace: r.opts.StopGrace,
 	}
 	if r.client != nil {
-		spec.ask, spec.raw = r.client.asker(), true // clients get the CLI's lines as written
+		spec.ask, spec.parts = r.client.asker(), true // clients get the CLI's lines as written
+		r.client.switchedOptions(&spec.opts)
 	}
 	p, err := startCLI(ctx, spec)
 	if err != nil {
@@ -125,7 +128,7 @@ func (r *run) attempt(ctx context.Context, job *Job, rec *records, resume string
 func (a *attempt) settle(d *driver, stopped string, waitErr error, stderr *tailFile) {
 	a.sessionID, a.turns, a.result, a.rounds = d.sessionID, d.turns, d.last, d.rounds
 	a.model = firstNonEmpty(d.served, d.model, a.model)
-	a.rateLimit, a.mcp, a.permMode = d.rateLimit, d.mcp, d.permMode
+	a.rateLimit, a.mcp, a.permMode, a.notices = d.rateLimit, d.mcp, d.permMode, d.notices
 	a.verdict = classify(d.outcome(a.exit, stopped))
 	for _, pd := range denials(d.last) {
 		d.audit.denial(pd.ToolUseID)

@@ -59,6 +59,11 @@ type audit struct {
 	// onCall, when set, is told of each entry as it is written (telemetry);
 	// it is called with mu held and must not call back.
 	onCall func(auditEntry)
+	// onStart, when set, is told of each call as its tool_use is seen, and
+	// onText of each piece of the main thread's text (the live view); both
+	// are called with mu held and must not call back.
+	onStart func(auditEntry)
+	onText  func()
 	// inspect, when set, is given each tool result's text and the file
 	// the tool was given (a sandbox counting its refusals); called with mu
 	// held, it must not call back.
@@ -113,6 +118,13 @@ func (a *audit) event(ev claude.Event) {
 			}
 			a.pending[b.ID] = e
 			a.order = append(a.order, b.ID)
+			if a.onStart != nil {
+				a.onStart(*e)
+			}
+		case "text":
+			if a.onText != nil && ev.Type == "assistant" && ev.ParentToolUseID == "" {
+				a.onText()
+			}
 		case "tool_result":
 			e, ok := a.pending[b.ToolUseID]
 			if !ok {

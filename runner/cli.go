@@ -28,7 +28,7 @@ type cliSpec struct {
 	stream    io.Writer
 	stderr    *tailFile
 	stopGrace time.Duration
-	raw       bool // keep each line's bytes in its event (claude.Config.Raw)
+	parts     bool // keep the parts clients get in each event (claude.Config.Parts)
 	// box is the sandbox the CLI runs in (nil: the job's, from ctx, if any).
 	box *sandbox.Box
 }
@@ -38,7 +38,7 @@ type cliSpec struct {
 // hook holds even in bypassPermissions, and permission prompts come to
 // pneuma instead of being refused.
 func startCLI(ctx context.Context, s cliSpec) (*claude.Process, error) {
-	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr, Raw: s.raw}
+	cfg := claude.Config{Binary: s.binary, Dir: s.dir, Env: s.env, Options: s.opts, Stream: s.stream, Stderr: s.stderr, Parts: s.parts}
 	if err := confine(firstBox(s.box, boxOf(ctx)), &cfg); err != nil {
 		return nil, err
 	}

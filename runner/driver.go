@@ -218,10 +218,14 @@ func (d *driver) handle(ev claude.Event) action {
 		return actMCPFailed
 	case ev.Retry != nil:
 		if overloadRetry(ev.Retry) {
-			d.r.gate.overloaded()
+			d.r.overloaded()
 		}
-		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt,
+		d.r.event(Event{Type: EventAPIRetry, Job: d.job.Name, Attempt: ev.Retry.Attempt, MaxRetries: ev.Retry.MaxRetries,
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
+	case ev.Denied != nil:
+		d.audit.denial(ev.Denied.ToolUseID) // counted with the tool denials
+	case d.notable:
+		d.r.event(noticeEvent(d.job.Name, ev))
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:
 		d.audit.event(ev)
 	case isResult:
@@ -316,6 +320,9 @@ type client interface {
 	// sandboxed tells the client how its sandbox stands (CLI start, each
 	// result); never called without a sandbox.
 	sandboxed(rep *report.Sandbox)
+	// switchedOptions applies the model and permission mode the client
+	// switched to the options of a CLI about to start.
+	switchedOptions(opts *claude.Options)
 }
 
 // stopper runs the stop ladder of a process once, in the background, so

@@ -3,6 +3,7 @@ package runner
 import (
 	"time"
 
+	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -23,11 +24,20 @@ const (
 	// EventUsageReserve: a job reported a utilization past
 	// limits.reserve_utilization; no new job starts.
 	EventUsageReserve = "usage_reserve"
+	// EventCompactBoundary: a job's CLI compacted its conversation
+	// (Compact). EventModelFallback: its model refused and the CLI went on
+	// with Model. EventWritesLost: it could not save its transcript or
+	// config (Reason is the error code). EventBackgroundTask: a background
+	// task started or ended (Task).
+	EventCompactBoundary = "compact_boundary"
+	EventModelFallback   = "model_fallback"
+	EventWritesLost      = "session_writes_lost"
+	EventBackgroundTask  = "background_task"
 )
 
 // Fine event types: the inside of a job, sent only to Options.Observer
-// (telemetry), never to Reporter, so that --json and the server's event
-// logs keep their shape.
+// (telemetry, and `pneuma run`'s events.jsonl and live view), never to
+// Reporter, so that --json and the server's event logs keep their shape.
 const (
 	// EventAttemptStarted: an attempt's CLI starts (WaitMS: its wait for a
 	// start slot). EventAttemptFinished ends it (Status, Reason, Error,
@@ -42,6 +52,11 @@ const (
 	// EventToolCall: a tool call ended (or never got a result); Tool says
 	// which, how it was decided and how it went.
 	EventToolCall = "tool_call"
+	// EventToolStarted: the CLI asked for a tool call (Tool: its name, input
+	// summary and Started; Decision so far). EventToolCall ends it.
+	EventToolStarted = "tool_started"
+	// EventWriting: the main thread wrote text to the user.
+	EventWriting = "writing"
 	// EventStopping: pneuma began the stop ladder of a job's CLI (Reason).
 	EventStopping = "stopping"
 )
@@ -71,7 +86,9 @@ type Event struct {
 	Jobs    int    `json:"jobs,omitempty"`
 	Job     string `json:"job,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// MaxRetries is the CLI's limit of its own retries (api_retry).
+	MaxRetries int    `json:"max_retries,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	// DelayMS is the wait before the next attempt (job_retry) or the CLI's
 	// own retry delay (api_retry).
 	DelayMS int64 `json:"delay_ms,omitempty"`
@@ -90,16 +107,20 @@ type Event struct {
 	SpentUSD float64     `json:"spent_usd"`
 	Result   *report.Job `json:"result,omitempty"`
 	// The fields of the fine events (Options.Observer).
-	Turn       int            `json:"turn,omitempty"`
-	Status     string         `json:"status,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	Model      string         `json:"model,omitempty"`
-	CostUSD    float64        `json:"cost_usd,omitempty"`
-	Usage      *report.Usage  `json:"usage,omitempty"`
-	WaitMS     int64          `json:"wait_ms,omitempty"`
-	DurationMS int64          `json:"duration_ms,omitempty"`
-	Tool       *ToolCall      `json:"tool,omitempty"`
-	Report     *report.Report `json:"report,omitempty"`
+	Turn       int           `json:"turn,omitempty"`
+	Status     string        `json:"status,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Model      string        `json:"model,omitempty"`
+	CostUSD    float64       `json:"cost_usd,omitempty"`
+	Usage      *report.Usage `json:"usage,omitempty"`
+	WaitMS     int64         `json:"wait_ms,omitempty"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
+	Tool       *ToolCall     `json:"tool,omitempty"`
+	// Compact and Task are the payloads of compact_boundary and
+	// background_task.
+	Compact *claude.CompactBoundary `json:"compact,omitempty"`
+	Task    *claude.Task            `json:"task,omitempty"`
+	Report  *report.Report          `json:"report,omitempty"`
 }
 
 // Reporter receives run events. Run calls it from several goroutines at

@@ -121,6 +121,46 @@ func TestFaults(t *testing.T) {
 			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
 		},
 		{
+			name: "newer message kinds are acted on",
+			scenario: fakecli.Scenario{Turns: []fakecli.Turn{{Steps: []fakecli.Step{
+				initStep(),
+				{Line: fakecli.APIRetryLine("{{session}}", 1, 10, 10, 529, "overloaded")},
+				{Line: `{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":150000},"session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"hook_started","hook_id":"h1","hook_name":"Stop","hook_event":"Stop","session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"toolu_d1","message":"denied","session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"model_refusal_fallback","trigger":"refusal","direction":"retry","original_model":"claude-opus-5-5","fallback_model":"claude-sonnet-5","request_id":null,"content":"","session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"task_started","task_id":"b1","description":"dev server","task_type":"local_bash","is_backgrounded":true,"session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"task_started","task_id":"b2","description":"tests","task_type":"local_bash","is_backgrounded":true,"session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"task_notification","task_id":"b2","status":"completed","output_file":"","summary":"","session_id":"{{session}}"}`},
+				{Line: `{"type":"system","subtype":"session_writes_lost","error_code":"ENOSPC","lost":["transcript"],"session_id":"{{session}}"}`},
+				{Line: `{"type":"brand_new_kind","payload":[1,2,3],"session_id":"{{session}}"}`},
+				okResult(0.01),
+			}}}},
+			wantStatus: report.StatusSucceeded, maxTime: 15 * time.Second,
+			check: func(t *testing.T, res report.Job, bin string) {
+				if res.APIRetries != 1 || res.Compactions != 1 || res.HookRuns != 1 || res.ToolDenials != 1 {
+					t.Errorf("api_retries %d compactions %d hook_runs %d tool_denials %d, want 1 each", res.APIRetries, res.Compactions, res.HookRuns, res.ToolDenials)
+				}
+				if f := res.RefusalFallback; f == nil || f.FallbackModel != "claude-sonnet-5" || res.Model != "claude-sonnet-5" {
+					t.Errorf("refusal fallback %+v, model %q: want the fallback model recorded as the one that served", f, res.Model)
+				}
+				if len(res.TasksRunning) != 1 || res.TasksRunning[0].ID != "b1" {
+					t.Errorf("tasks running %+v, want b1 only", res.TasksRunning)
+				}
+				codes := map[string]bool{}
+				for _, w := range res.Warnings {
+					codes[w.Code] = true
+				}
+				if !codes[report.WarnSessionWritesLost] || !codes[report.WarnTasksRunning] {
+					t.Errorf("warnings %+v, want session_writes_lost and tasks_running", res.Warnings)
+				}
+				stream, err := os.ReadFile(res.Stream)
+				if err != nil || !strings.Contains(string(stream), `{"type":"brand_new_kind","payload":[1,2,3]`) {
+					t.Errorf("stream.jsonl does not keep the unknown kind verbatim (%v)", err)
+				}
+			},
+		},
+		{
 			name: "timeout while the agent fixes a failed verification",
 			scenario: fakecli.Scenario{Turns: []fakecli.Turn{
 				{When: "verification command", Steps: []fakecli.Step{{Hang: true}}},

@@ -214,13 +214,33 @@ func (g *gate) isReserved() bool {
 	return g.reserved
 }
 
-// SessionGate is the gate a server's sessions share: a usage limit that one
-// session meets holds the CLI starts of every session until its reset.
-// (A session's CLI keeps its start slot for the session's life, so the
-// storm concurrency stays per session.)
-type SessionGate struct{ g *gate }
+// SharedGate is the gate a server's sessions and runs share. It bounds the
+// CLIs running at once across all of them (at most limit; a session's CLI
+// holds its slot for its life, a job's for its attempt), and a 429/529
+// storm that any of their CLIs meets halves that bound for all, as a
+// storm met by one job slows every job of a run; calm brings it back a
+// step at a time. A usage limit one session meets holds the CLI starts of
+// every session until its reset. A run that shares it keeps its own gate
+// too (its concurrency and its usage-limit holds) and takes a slot of
+// both for each CLI it starts.
+type SharedGate struct{ g *gate }
 
-// NewSessionGate returns a gate for the sessions of one server.
-func NewSessionGate() *SessionGate {
-	return &SessionGate{g: newGate(math.MaxInt32, DefaultStormWindow, DefaultRecoverAfter, func(int, string) {})}
+// NewSharedGate returns the gate of one server: at most limit CLIs at once
+// (limit <= 0: no bound but a storm's). onChange, when set, hears each
+// change of the bound (the reason is overloaded or recovered).
+func NewSharedGate(limit int, onChange func(limit int, reason string)) *SharedGate {
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	if onChange == nil {
+		onChange = func(int, string) {}
+	}
+	return &SharedGate{g: newGate(limit, DefaultStormWindow, DefaultRecoverAfter, onChange)}
+}
+
+// Limit is how many CLIs may run at once now.
+func (s *SharedGate) Limit() int {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.g.conc.limit
 }

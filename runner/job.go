@@ -85,6 +85,7 @@ func (r *run) openJob(ctx context.Context, job *Job) (jr *jobRun, ok bool) {
 func (r *run) driveJob(ctx context.Context, jr *jobRun) report.Job {
 	job, res, records := jr.job, &jr.res, jr.rec
 	records.audit.onCall = r.toolObserver(job.Name)
+	records.audit.onStart, records.audit.onText = r.toolStartObserver(job.Name), r.textObserver(job.Name)
 	defer func() { closeWatch(jr.ws.watch) }() // unless parked with the worktree
 	defer records.close()                      // for a panic; closed below with its error kept
 	box, err := r.openSandbox(job)

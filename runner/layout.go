@@ -115,3 +115,7 @@ func (d JobDir) SessionFile() string { return filepath.Join(string(d), "session.
 
 // Events is a run's or a session's event log (events.jsonl).
 func (d JobDir) Events() string { return filepath.Join(string(d), "events.jsonl") }
+
+// Events is the run's events.jsonl: every event of the run with its seq
+// (pneuma run, and runs started through pneuma serve).
+func (d RunDir) Events() string { return filepath.Join(string(d), "events.jsonl") }

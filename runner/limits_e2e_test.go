@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -254,7 +255,9 @@ jobs:
 		t.Errorf("asks-strict: %s/%s", j.Status, j.Reason)
 	}
 	j := jobByName(t, rep, "json")
-	if j.Status != report.StatusSucceeded || string(j.StructuredOutput) != `{"n":3}` {
+	// The report's jobs are read back from report.json, which is indented.
+	var out bytes.Buffer
+	if err := json.Compact(&out, j.StructuredOutput); err != nil || j.Status != report.StatusSucceeded || out.String() != `{"n":3}` {
 		t.Fatalf("json: %s/%s %s output %s", j.Status, j.Reason, j.Error, j.StructuredOutput)
 	}
 	var args []string

@@ -29,6 +29,30 @@ func (r *run) toolObserver(job string) func(auditEntry) {
 	}
 }
 
+// toolStartObserver returns the audit's onStart for a job: each tool_use
+// seen becomes a tool_started event (the live view's "what it is doing
+// now"). It returns nil without an Observer.
+func (r *run) toolStartObserver(job string) func(auditEntry) {
+	if r.opts.Observer == nil {
+		return nil
+	}
+	return func(e auditEntry) {
+		r.observe(Event{Type: EventToolStarted, Job: job, Tool: &ToolCall{
+			Name: e.Tool, ToolUseID: e.ToolUseID, Input: text.Truncate(redact.String(e.Input), toolInputMax),
+			Decision: e.Decision, Agent: e.Agent, Started: e.Time,
+		}})
+	}
+}
+
+// textObserver returns the audit's onText for a job: the main thread's text
+// becomes a writing event. It returns nil without an Observer.
+func (r *run) textObserver(job string) func() {
+	if r.opts.Observer == nil {
+		return nil
+	}
+	return func() { r.observe(Event{Type: EventWriting, Job: job}) }
+}
+
 // observeTurn tells the Observer that turn n of a job's attempt began.
 func (r *run) observeTurn(job string, n int) {
 	r.observe(Event{Type: EventTurnStarted, Job: job, Turn: n})

@@ -143,6 +143,10 @@ type Job struct {
 	// OutputSchema is the JSON Schema its structured output must match
 	// (passed as --json-schema in Options.ExtraArgs).
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// ForkFrom is the CLI session a server session forks (resume with
+	// fork_session): the attempt resuming it passes --fork-session, later
+	// ones continue the fork.
+	ForkFrom string `json:"fork_from,omitempty"`
 	// Binary overrides the plan's CLI for this job (empty: the plan's).
 	Binary string `json:"claude,omitempty"`
 	// Sandbox confines the job's CLI and verify commands (nil or not

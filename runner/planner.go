@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -301,8 +302,26 @@ func cliOptions(spec jobfile.Job, fileDir string) claude.Options {
 		MCPConfig:          resolveIfFile(fileDir, spec.MCPConfig),
 		AddDirs:            resolvePaths(fileDir, spec.AddDirs),
 		Settings:           resolveIfFile(fileDir, spec.Settings),
+		Agents:             agentsJSON(spec.Agents),
+		Agent:              spec.Agent,
+		Effort:             spec.Effort,
+		PluginDirs:         resolvePaths(fileDir, spec.PluginDirs),
+		HookEvents:         spec.IncludeHookEvents,
 		ExtraArgs:          spec.ExtraArgs,
 	}
+}
+
+// agentsJSON is a job's agents as --agents takes them: one JSON object of
+// definitions by name ("" for none).
+func agentsJSON(agents map[string]jobfile.Agent) string {
+	if len(agents) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(agents)
+	if err != nil {
+		return "" // strings, slices and numbers only: cannot fail
+	}
+	return string(b)
 }
 
 // err is every problem found, as one error: configuration problems first

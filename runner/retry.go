@@ -45,7 +45,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		}
 		r.observeAttempt(job.Name, number, &last)
 		if overloadAnswer(last) {
-			r.gate.overloaded()
+			r.overloaded()
 		}
 		if last.reason == report.ReasonResumeFailed {
 			r.account(job, res, number, "", last)
@@ -92,6 +92,7 @@ func (r *run) attempts(ctx context.Context, job *Job, rec *records, prior *JobSt
 		res.Result = last.result.Result
 	}
 	res.FallbackModel = job.FallbackModel
+	last.notices.leftRunning(res)
 	r.judge(job, res, last)
 	return sessionID
 }
@@ -106,6 +107,7 @@ func (r *run) account(job *Job, res *report.Job, number int, sessionID string, a
 	res.ModelUsage = mergeModelUsage(res.ModelUsage, a.modelUsage)
 	res.NumTurns += a.turns
 	res.PermissionDenials = append(res.PermissionDenials, a.denials...)
+	a.notices.addTo(res)
 	res.Verify = append(res.Verify, a.rounds...)
 	res.Timings.WaitMS += a.waited.Milliseconds()
 	res.Timings.CLIMS += a.cli.Milliseconds()

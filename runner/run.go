@@ -70,6 +70,9 @@ type Options struct {
 	// rises again by one (default 30s).
 	StormWindow  time.Duration
 	RecoverAfter time.Duration
+	// Gate, when set, is shared with the other runs and the sessions of a
+	// server: a 429/529 storm any of them meets slows them all.
+	Gate *SharedGate
 }
 
 func (o *Options) defaults() {
@@ -135,6 +138,10 @@ type run struct {
 	warnings []report.Warning
 	// gate admits CLI starts (concurrency, usage-limit holds, reserve).
 	gate *gate
+	// shared, when set (Options.Gate), is the gate of the server the run
+	// belongs to: each CLI start takes a slot of it as well, and a storm
+	// counts on it as well.
+	shared *gate
 	// rateLimit is the latest rate-limit state any job reported.
 	rateLimit *claude.RateLimitInfo
 	// heldWhy says why the gate stopped new jobs for good ("" while it
@@ -199,6 +206,9 @@ func newRun(p *Plan, o Options, j *Journal) *run {
 	r.gate = newGate(p.Concurrency, o.StormWindow, o.RecoverAfter, func(limit int, reason string) {
 		r.event(Event{Type: EventConcurrency, Concurrency: limit, Reason: reason})
 	})
+	if o.Gate != nil {
+		r.shared = o.Gate.g
+	}
 	return r
 }
 

@@ -166,8 +166,9 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	}
 	spec := *job.Sandbox
 	name, email := gitIdentity(job.Dir, environ)
-	// The CLI is given its add_dirs to read: they are opened read-only.
-	spec.Read = slices.Concat(spec.Read, job.Options.AddDirs)
+	// The CLI is given its add_dirs and plugin_dirs to read: they are
+	// opened read-only.
+	spec.Read = slices.Concat(spec.Read, job.Options.AddDirs, job.Options.PluginDirs)
 	box, err := sandbox.Open(sandbox.Config{
 		Spec: spec, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
 		Binary: binary, Home: home, ConfigSrc: src, ConfigJSON: js,

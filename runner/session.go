@@ -51,7 +51,10 @@ type Session struct {
 	answered   map[string]bool
 	lastChange string // the last content_update sent, to send only news
 	closed     bool
-	failed     bool // the run ended by itself: no more messages
+	// switched are the model and permission mode a client set mid-session,
+	// for the CLI processes that start later (session_control.go).
+	switched switches
+	failed   bool // the run ended by itself: no more messages
 }
 
 // accounts are what a session's finished CLI processes spent.
@@ -101,9 +104,10 @@ type SessionOptions struct {
 	Restore *SessionState
 	// IsRoot says pneuma runs as root (bypassPermissions needs IS_SANDBOX then).
 	IsRoot bool
-	// Gate, when set, is shared with the server's other sessions (a usage
-	// limit holds them all); nil gives the session a gate of its own.
-	Gate *SessionGate
+	// Gate, when set, is shared with the server's other sessions and runs
+	// (a 429/529 storm slows them all, a usage limit holds every session);
+	// nil gives the session a gate of its own.
+	Gate *SharedGate
 	// Limits say how a usage limit holds the session (default: wait for
 	// the reset up to limits.max_wait's default, then continue).
 	Limits      *Limits
@@ -220,8 +224,13 @@ func (s *Session) emit(typ string, data any) {
 		b, _ = json.Marshal(map[string]string{"message": err.Error()}) // a map of strings always encodes
 		typ = "error"
 	}
+	s.emitJSON(typ, b)
+}
+
+// emitJSON passes on an event whose data is encoded already.
+func (s *Session) emitJSON(typ string, data []byte) {
 	if s.o.OnEvent != nil {
-		s.o.OnEvent(SessionEvent{Type: typ, Data: b})
+		s.o.OnEvent(SessionEvent{Type: typ, Data: data})
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Session) openRun(ctx context.Context, job *Job, resume string) error {
 	r := newRun(p, opts, j)
 	r.client = s
 	if o.Gate != nil {
-		r.gate = o.Gate.g
+		r.gate = o.Gate.g // the session's starts, storms and holds are the server's
 	}
 	if o.Restore == nil {
 		r.loadSpare(job) // a restored session has its own worktree
@@ -189,6 +189,10 @@ func planSession(ctx context.Context, spec *jobfile.Session, o SessionOptions) (
 	}
 	j.Options = cliOptions(js, o.WorkDir)
 	j.Options.PartialMessages = true // clients show text as it streams
+	j.Options.Name = js.Name         // the CLI's display name of the session (/resume)
+	if spec.ForkSession {
+		j.ForkFrom = spec.Resume
+	}
 	j.Binary = o.Binary
 	if err := sessionSandbox(j, js, o.WorkDir); err != nil {
 		return nil, err

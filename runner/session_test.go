@@ -441,7 +441,7 @@ func TestSessionsShareAUsageLimitHold(t *testing.T) {
 		return fakeapi.Text("held one done")
 	})
 	env := claudetest.NewEnv(t, api.URL, subscription...)
-	gate := runner.NewSessionGate()
+	gate := runner.NewSharedGate(0, nil)
 	open := func(id string, ev *events) *runner.Session {
 		s, err := runner.OpenSession(context.Background(), mustSpec(t, `{}`), runner.SessionOptions{
 			ID: id, Dir: runner.StateDir(t.TempDir()).Session(id), WorkDir: repo, Binary: claudetest.Binary(t),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/jobfile"
@@ -225,8 +226,14 @@ func (s *Session) Event(e Event) {
 		data = map[string]any{"attempt": e.Attempt, "delay_ms": e.DelayMS, "error_status": e.ErrorStatus, "error": e.Reason}
 	case EventUsageLimitWait:
 		data = map[string]any{"resume_at": e.ResumeAt, "message": e.Message}
-	case EventUsageReserve:
+	case EventUsageReserve, EventWritesLost:
 		data = map[string]any{"message": e.Message}
+	case EventCompactBoundary:
+		data = map[string]any{"message": e.Message, "compact": e.Compact}
+	case EventModelFallback:
+		data = map[string]any{"message": e.Message, "model": e.Model}
+	case EventBackgroundTask:
+		data = map[string]any{"task": e.Task}
 	default:
 		return // the run's own bookkeeping
 	}
@@ -242,6 +249,9 @@ func (s *Session) onEvent(ev claude.Event) bool {
 	isResult, _ := s.t.add(ev)
 	switch ev.Type {
 	case claude.TypeSystem:
+		if ev.Init == nil {
+			s.emitOther(ev)
+		}
 		if ev.Init != nil && !s.initSeen {
 			s.initSeen = true
 			s.st.CLISessionID, s.st.Model = s.t.sessionID, firstNonEmpty(s.t.model, s.st.Model)
@@ -251,6 +261,8 @@ func (s *Session) onEvent(ev claude.Event) bool {
 		s.emitLine(ev)
 	case claude.TypeStreamEvent:
 		s.emitLine(ev)
+	default:
+		s.emitOther(ev)
 	case claude.TypeResult:
 		switch {
 		case !isResult:
@@ -264,22 +276,60 @@ func (s *Session) onEvent(ev claude.Event) bool {
 	return isResult
 }
 
-// lineFields are the parts of an assistant, user or stream_event line that
-// clients get.
-type lineFields struct {
-	Message         json.RawMessage `json:"message,omitempty"`
-	Event           json.RawMessage `json:"event,omitempty"`
-	ParentToolUseID *string         `json:"parent_tool_use_id"`
-	UUID            string          `json:"uuid,omitempty"`
+// emitLine passes a CLI line on to clients: its parts as written
+// (claude.Parts, kept when the line was decoded: it is not decoded again),
+// {"message"|"event":...,"parent_tool_use_id":...,"uuid":...}.
+func (s *Session) emitLine(ev claude.Event) {
+	p := ev.Parts
+	if p == nil {
+		return
+	}
+	b := make([]byte, 0, len(p.Message)+len(p.Event)+len(p.UUID)+len(ev.ParentToolUseID)+64)
+	b = append(b, '{')
+	if len(p.Message) > 0 {
+		b = append(append(b, `"message":`...), p.Message...)
+		b = append(b, ',')
+	}
+	if len(p.Event) > 0 {
+		b = append(append(b, `"event":`...), p.Event...)
+		b = append(b, ',')
+	}
+	b = append(b, `"parent_tool_use_id":`...)
+	if ev.ParentToolUseID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, ev.ParentToolUseID)
+	}
+	if p.UUID != "" {
+		b = appendJSONString(append(b, `,"uuid":`...), p.UUID)
+	}
+	s.emitJSON(ev.Type, append(b, '}'))
 }
 
-// emitLine passes a CLI line on to clients.
-func (s *Session) emitLine(ev claude.Event) {
-	var f lineFields
-	if err := json.Unmarshal(ev.Raw, &f); err != nil {
-		return // a line that decoded once decodes again; nothing to pass on otherwise
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// progressKinds are kinds written many times a turn to say that work goes
+// on; stream.jsonl keeps them, clients are not sent them.
+var progressKinds = []string{claude.TypeToolProgress, "system/" + claude.SubtypeTaskProgress,
+	"system/" + claude.SubtypeThinkingTokens, claude.TypeKeepAlive}
+
+// emitOther passes a line of a kind the session does not otherwise
+// emit to clients verbatim, as a cli_message naming its kind: hook lines
+// (include_hook_events), kinds pneuma only names and kinds it does not know.
+func (s *Session) emitOther(ev claude.Event) {
+	switch {
+	case ev.Parts == nil || len(ev.Parts.Line) == 0, ev.Type == claude.TypeInvalid, ev.Type == claude.TypeOversized,
+		ev.Control != nil, ev.Reply != nil, ev.CancelRequestID != "", ev.RateLimit != nil,
+		ev.Retry != nil, s.t.notable, slices.Contains(progressKinds, ev.Kind()):
+		return // handled elsewhere, or progress ticks
+	case ev.Type == claude.TypeSystem && ev.Subtype == claude.SubtypeInit:
+		return
 	}
-	s.emit(ev.Type, f)
+	s.emit("cli_message", map[string]any{"kind": ev.Kind(), "line": ev.Parts.Line})
 }
 
 // onResult ends a turn; the caller holds mu.

@@ -12,11 +12,33 @@ func (r *run) reserveStart(ctx context.Context) error {
 	if err := r.gate.acquire(ctx, false); err != nil {
 		return err
 	}
+	if r.shared != nil {
+		if err := r.shared.acquire(ctx, false); err != nil {
+			r.gate.release()
+			return err
+		}
+	}
 	if !r.stagger(ctx) {
-		r.gate.release()
+		r.releaseStart()
 		return ctx.Err()
 	}
 	return nil
+}
+
+// releaseStart frees what reserveStart took.
+func (r *run) releaseStart() {
+	if r.shared != nil {
+		r.shared.release()
+	}
+	r.gate.release()
+}
+
+// overloaded counts one 429/529 answer on the run's gate and the shared one.
+func (r *run) overloaded() {
+	r.gate.overloaded()
+	if r.shared != nil {
+		r.shared.overloaded()
+	}
 }
 
 // stagger spaces the starts of a wave by the plan's stagger and returns

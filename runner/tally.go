@@ -31,11 +31,16 @@ type tally struct {
 	// outputRejected why the CLI refused its input (its own validation
 	// against --json-schema), "" while it has not.
 	outputTool, outputRejected string
+	// notices are the newer message kinds' facts (notices.go); notable
+	// says the latest event is one people should see as it happens.
+	notices
+	notable bool
 }
 
 // add takes one event. It reports whether the event was a result (and
 // newSession whether it named a session id not seen before).
 func (t *tally) add(ev claude.Event) (result, newSession bool) {
+	t.notable = false
 	switch ev.Type {
 	case claude.TypeInvalid:
 		t.invalid++
@@ -49,6 +54,10 @@ func (t *tally) add(ev claude.Event) (result, newSession bool) {
 			}
 			t.model = firstNonEmpty(ev.Init.Model, t.model)
 			t.mcp, t.permMode = ev.Init.MCPServers, ev.Init.PermissionMode
+		}
+		t.notable = t.note(ev)
+		if f := ev.Fallback; f != nil && ev.ParentToolUseID == "" && f.Scope != "local" && f.FallbackModel != "" {
+			t.served = f.FallbackModel // the session goes on with the fallback model
 		}
 	case claude.TypeRateLimit:
 		if ev.RateLimit != nil {

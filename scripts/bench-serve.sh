@@ -15,7 +15,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 PNEUMA_BENCH=1 go test -count=1 -v -run 'TestBench(FanOut|IdleRSS)$' ./serve/ >"$out" 2>&1 || true
 # The same fan-out at a pace a streaming model sets (a few hundred events/s).
 PNEUMA_BENCH=1 PNEUMA_BENCH_RATE=200 go test -count=1 -v -run 'TestBenchFanOut$' ./serve/ >>"$out" 2>&1 || true
-go test -count=1 -run XXX -bench . -benchtime 20x ./serve/eventlog/ 2>&1 | grep Benchmark >>"$out" || true
+go test -count=1 -run XXX -bench . -benchtime 20x ./internal/eventlog/ 2>&1 | grep Benchmark >>"$out" || true
 echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E -- '--- FAIL|^FAIL|panic' "$out" || true
 fan=$(grep -o 'clients at 2000 events/s: .*' "$out" | head -1)

@@ -4,13 +4,18 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
+	udiff "github.com/aymanbagabas/go-udiff"
+
 	"github.com/pneuma-cli/pneuma/internal/redact"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/internal/text"
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -133,7 +138,7 @@ func (s *Server) approveGet(w http.ResponseWriter, r *http.Request) {
 	page := approvePage{Token: tok, CSRF: s.links.csrf(tok), Session: e.id, Name: st.Name, Repo: st.Repo, Branch: st.Branch,
 		Model: st.Model, Tool: p.ToolName, Input: text.Truncate(redact.String(marshalIndent(p.Input)), MaxBody/2),
 		Expires: c.expires.UTC().Format("2006-01-02 15:04:05 UTC")}
-	page.Path, page.Diff = toolDiff(p.ToolName, p.Input)
+	page.Path, page.Diff = toolDiff(p.ToolName, p.Input, st.Worktree)
 	page.Editable = !strings.Contains(page.Input, redact.Marker)
 	renderApprove(w, http.StatusOK, page)
 }
@@ -243,8 +248,9 @@ func (s *Server) sameOriginForm(r *http.Request) bool {
 }
 
 // toolDiff is what an Edit, MultiEdit or Write would change, as lines
-// (Write: the file's new content); none for other tools. Secrets are redacted.
-func toolDiff(tool string, input json.RawMessage) (path string, lines []diffLine) {
+// (Write: against the file as it is in the session's worktree, see
+// writeDiff); none for other tools. Secrets are redacted.
+func toolDiff(tool string, input json.RawMessage, worktree string) (path string, lines []diffLine) {
 	var in struct {
 		FilePath  string `json:"file_path"`
 		OldString string `json:"old_string"`
@@ -260,7 +266,7 @@ func toolDiff(tool string, input json.RawMessage) (path string, lines []diffLine
 	}
 	add := func(op, s string) {
 		for _, l := range strings.Split(redact.String(s), "\n") {
-			if len(lines) < 2000 {
+			if len(lines) < maxDiffLines {
 				lines = append(lines, diffLine{op, l})
 			}
 		}
@@ -275,9 +281,63 @@ func toolDiff(tool string, input json.RawMessage) (path string, lines []diffLine
 			add("add", e.NewString)
 		}
 	case "Write":
-		add("add", in.Content)
+		lines = writeDiff(in.FilePath, in.Content, worktree)
 	default:
 		return "", nil
 	}
 	return in.FilePath, lines
 }
+
+// maxDiffLines bounds the lines of a change the page shows.
+const maxDiffLines = 2000
+
+// writeDiff is a Write's change against the file as it is now: a unified
+// diff's hunks (three lines of context) when the file is in the session's
+// worktree, its whole new content as added lines when the file is new. A
+// file outside the worktree (a symlink in it resolved), over safefile's
+// size cap or not a regular file is not read: the page shows the new
+// content after a line that says the current one is not shown.
+func writeDiff(path, content, worktree string) []diffLine {
+	var lines []diffLine
+	emit := func(op, s string) {
+		if len(lines) < maxDiffLines {
+			lines = append(lines, diffLine{op, redact.String(s)})
+		}
+	}
+	whole := func() []diffLine {
+		for _, l := range strings.Split(content, "\n") {
+			emit("add", l)
+		}
+		return lines
+	}
+	if worktree == "" {
+		emit("note", "(the file as it is now is not shown: the session has no worktree)")
+		return whole()
+	}
+	old, err := safefile.Read(path, []string{worktree}, safefile.MaxSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return whole() // a new file
+	case err != nil:
+		emit("note", "(the file as it is now is not shown: it is outside the session's worktree, too large or not a regular file)")
+		return whole()
+	}
+	u, err := udiff.ToUnifiedDiff(path, path, string(old), udiff.Lines(string(old), content), udiff.DefaultContextLines)
+	if err != nil {
+		emit("note", "(the file as it is now is not shown: "+err.Error()+")")
+		return whole()
+	}
+	if len(u.Hunks) == 0 {
+		emit("note", "(no change: the file already has this content)")
+	}
+	for _, h := range u.Hunks {
+		emit("hunk", fmt.Sprintf("@@ line %d @@", h.FromLine))
+		for _, l := range h.Lines {
+			emit(diffOps[l.Kind], strings.TrimSuffix(l.Content, "\n"))
+		}
+	}
+	return lines
+}
+
+// diffOps names a diff line's kind as the page's classes do.
+var diffOps = map[udiff.OpKind]string{udiff.Delete: "del", udiff.Insert: "add", udiff.Equal: "ctx"}

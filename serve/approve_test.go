@@ -79,6 +79,14 @@ func (s *askSession) Close(context.Context) (SessionSummary, error) {
 }
 func (s *askSession) Shutdown(context.Context) error { return nil }
 
+func (s *askSession) SetModel(context.Context, string) (ControlAck, error) {
+	return ControlAck{Pending: true}, nil
+}
+
+func (s *askSession) SetPermissionMode(context.Context, string) (ControlAck, error) {
+	return ControlAck{Pending: true}, nil
+}
+
 // linkBed is a server with a PublicURL (its own address) and a notifier
 // sending json to a loopback receiver.
 type linkBed struct {

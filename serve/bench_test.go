@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // TestBenchFanOut (PNEUMA_BENCH=1): 10,000 events to 100 WebSocket clients
@@ -54,7 +56,8 @@ func TestBenchFanOut(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	log := b.s.sessions.get(id).log
+	poll.Eventually(t, time.Minute, func() bool { return log.Followers() == clients }, "%d clients follow the log", clients)
 	cpu0 := cpuTime()
 	rate := 2000
 	if r, err := strconv.Atoi(os.Getenv("PNEUMA_BENCH_RATE")); err == nil && r > 0 {
@@ -176,8 +179,7 @@ func TestBenchIdleRSS(t *testing.T) {
 			sess.emit("assistant", map[string]any{"i": i, "text": strings.Repeat("x", 500)})
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	rss := vmRSS()
+	rss := vmRSS() // every append has returned: nothing more is coming
 	t.Logf("RSS with 8 idle sessions (8,000 events): %d MiB", rss>>20)
 	if rss > 64<<20 {
 		t.Errorf("RSS %d MiB > 64 MiB", rss>>20)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // storyAPI answers "story" prompts slowly, in many stream events (about
@@ -62,7 +63,8 @@ func TestE2EReplayDedupInterrupt(t *testing.T) {
 	seen := a.events()
 	checkGapless(t, seen, 1)
 	last := seqOf(seen[len(seen)-1])
-	time.Sleep(time.Second) // events the dropped client misses
+	// The story goes on: events the dropped client misses.
+	waitFor(t, func() bool { return int64(len(s.events(o.ID))) > last })
 
 	b := s.follow(ctx, path, last)
 	b.await("result", "upon a time 6")
@@ -161,20 +163,14 @@ func TestE2ERestart(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
+			// Clients replay from the start, the middle and the end; the next
+			// message's user_message (seq n+1) marks the end of what they
+			// replayed: before it each has exactly the events after its seq.
 			n := int64(len(after))
-			for _, from := range []int64{0, n / 2, n} {
-				c := s.follow(ctx, "/api/sessions/"+o.ID+"/ws", from)
-				if from < n {
-					c.await("status_change", "") // at least one replayed event
-					waitFor(t, func() bool { return len(c.events()) >= int(n-from) })
-				}
-				time.Sleep(300 * time.Millisecond) // no extra event comes
-				got := c.events()
-				checkGapless(t, got, from+1)
-				if int64(len(got)) != n-from {
-					t.Fatalf("replay after %d: %d events, want %d", from, len(got), n-from)
-				}
-				c.c.CloseNow()
+			froms := []int64{0, n / 2, n}
+			var clients []*wsClient
+			for _, from := range froms {
+				clients = append(clients, s.follow(ctx, "/api/sessions/"+o.ID+"/ws", from))
 			}
 
 			var turn struct {
@@ -184,6 +180,16 @@ func TestE2ERestart(t *testing.T) {
 				} `json:"result"`
 			}
 			s.must(200, "POST", "/api/sessions/"+o.ID+"/messages", `{"content":"remember the word?","wait":true}`, &turn)
+			for i, c := range clients {
+				from := froms[i]
+				c.await("user_message", "remember the word?")
+				got := c.events()
+				checkGapless(t, got, from+1)
+				if int64(len(got)) < n+1-from || seqOf(got[n-from]) != n+1 {
+					t.Fatalf("replay after %d: %d events before the next message's, want %d", from, len(got), n-from)
+				}
+				c.c.CloseNow()
+			}
 			evs := s.events(o.ID)
 			if turn.Result.Result != "kiwi" || turn.Seq != n+1 {
 				t.Fatalf("the message after the restart: seq %d (log had %d), result %q; events after %d:\n%s", turn.Seq, n, turn.Result.Result, n, dump(evs[n:]))
@@ -200,9 +206,5 @@ func TestE2ERestart(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
+	poll.Eventually(t, 30*time.Second, cond, "the condition")
 }

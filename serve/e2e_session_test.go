@@ -61,24 +61,25 @@ func (s *server) follow(ctx context.Context, path string, lastSeq int64) *wsClie
 // before, waiting up to 90 seconds.
 func (w *wsClient) await(typ, sub string) map[string]any {
 	w.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	var found map[string]any
+	var err error
+	poll.Until(90*time.Second, func() bool {
 		w.mu.Lock()
+		defer w.mu.Unlock()
 		for i := w.seen; i < len(w.msgs); i++ {
 			m := w.msgs[i]
 			if b, _ := json.Marshal(m); m["type"] == typ && strings.Contains(string(b), sub) {
-				w.seen = i + 1
-				w.mu.Unlock()
-				return m
+				w.seen, found = i+1, m
+				return true
 			}
 		}
-		err := w.err
-		w.mu.Unlock()
-		if err != nil || time.Now().After(deadline) {
-			w.t.Fatalf("no %s message with %q (%v); got:\n%s", typ, sub, err, dump(w.all()))
-		}
-		time.Sleep(10 * time.Millisecond)
+		err = w.err
+		return err != nil
+	})
+	if found == nil {
+		w.t.Fatalf("no %s message with %q (%v); got:\n%s", typ, sub, err, dump(w.all()))
 	}
+	return found
 }
 
 func (w *wsClient) all() []map[string]any {

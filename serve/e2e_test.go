@@ -24,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/serve"
 )
 
@@ -340,17 +341,11 @@ func (s *server) get(id string) session {
 // waitStatus polls the session until its status is want.
 func (s *server) waitStatus(id, want string) session {
 	s.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		o := s.get(id)
-		if o.Status == want {
-			return o
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("session %s is %s, want %s; events:\n%s", id, o.Status, want, dump(s.events(id)))
-		}
-		time.Sleep(50 * time.Millisecond)
+	var o session
+	if !poll.Until(90*time.Second, func() bool { o = s.get(id); return o.Status == want }) {
+		s.t.Fatalf("session %s is %s, want %s; events:\n%s", id, o.Status, want, dump(s.events(id)))
 	}
+	return o
 }
 
 // dial opens a WebSocket with the header token.

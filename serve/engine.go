@@ -17,13 +17,15 @@ type Engine interface {
 	Open(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error)
 }
 
-// RunnerEngine opens runner sessions; they share one gate (a usage limit
-// one session meets holds the CLI starts of all until its reset).
+// RunnerEngine opens runner sessions. A Server passes its own gate (shared
+// with its runs) in SessionOptions.Gate; sessions opened without one share
+// the engine's (a usage limit one session meets holds the CLI starts of
+// all until its reset, a 429/529 storm slows them all).
 var RunnerEngine = NewRunnerEngine()
 
 // NewRunnerEngine returns an engine of runner sessions with a gate of its own.
 func NewRunnerEngine() Engine {
-	gate := runner.NewSessionGate()
+	gate := runner.NewSharedGate(0, nil)
 	return EngineFunc(func(ctx context.Context, spec *SessionSpec, o SessionOptions) (Session, error) {
 		if o.Gate == nil {
 			o.Gate = gate
@@ -48,6 +50,10 @@ func (f EngineFunc) Open(ctx context.Context, spec *SessionSpec, o SessionOption
 type Session interface {
 	Send(content string) error
 	Interrupt() error
+	// SetModel and SetPermissionMode switch the running session and
+	// return the CLI's acknowledgement.
+	SetModel(ctx context.Context, model string) (ControlAck, error)
+	SetPermissionMode(ctx context.Context, mode string) (ControlAck, error)
 	Answer(requestID string, d PermissionDecision) error
 	State() SessionState
 	Close(ctx context.Context) (SessionSummary, error)

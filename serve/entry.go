@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 )
 
 // entry is one session of the registry: the runner session while it is
@@ -211,6 +211,7 @@ func (e *entry) open(ctx context.Context, spec *SessionSpec, restore *SessionSta
 		Environ: e.cfg.Environ,
 		OnEvent: e.onEvent,
 		Restore: restore,
+		Gate:    e.cfg.gate,
 	})
 	if err != nil {
 		return nil, err

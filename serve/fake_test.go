@@ -113,6 +113,14 @@ func (s *fakeSession) Sent() []string {
 
 func (s *fakeSession) Interrupt() error { return nil }
 
+func (s *fakeSession) SetModel(context.Context, string) (ControlAck, error) {
+	return ControlAck{Pending: true}, nil
+}
+
+func (s *fakeSession) SetPermissionMode(context.Context, string) (ControlAck, error) {
+	return ControlAck{Pending: true}, nil
+}
+
 func (s *fakeSession) Answer(id string, d PermissionDecision) error {
 	if id != "req-1" {
 		return ErrNoSuchPermission

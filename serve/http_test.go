@@ -233,9 +233,13 @@ func TestLongPoll(t *testing.T) {
 	if len(p.Events) != 0 || p.NextAfter != 0 || time.Since(start) < 150*time.Millisecond {
 		t.Fatalf("empty wait: %+v after %v", p, time.Since(start))
 	}
+	// The message comes while the poll waits: only the log's wake-up can
+	// answer the poll with it (its timeout answers with no events).
+	log := b.s.sessions.get(id).log
 	go func() {
-		time.Sleep(50 * time.Millisecond)
-		b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"hi"}`, nil)
+		if poll.Until(10*time.Second, func() bool { return log.Waiting() == 1 }) {
+			b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"hi"}`, nil)
+		}
 	}()
 	b.do("GET", "/api/sessions/"+id+"/events?after=0&wait=10s", "", &p)
 	evs := p.Events
@@ -267,8 +271,12 @@ func TestRestart(t *testing.T) {
 	id := b.createSession()
 	var r map[string]any
 	b.do("POST", "/api/sessions/"+id+"/messages", `{"content":"one","client_msg_id":"c1","wait":true}`, &r)
+	// The wait ends at the result; turn_end and the status change follow it.
 	var before sessionObject
-	b.do("GET", "/api/sessions/"+id, "", &before)
+	poll.Eventually(t, 10*time.Second, func() bool {
+		b.do("GET", "/api/sessions/"+id, "", &before)
+		return before.Status == StatusIdle
+	}, "the session never went idle after its turn")
 	b.stop()
 
 	b2 := startBed(t, b.cfg)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -22,7 +23,8 @@ import (
 type Policy struct {
 	// Allow names the host-reaching fields clients may set: "verify",
 	// "extra_args", "mcp_config", "settings", "env", "add_dirs",
-	// "no_worktree" (worktree: false), "remote", "push", "pull_request".
+	// "plugin_dirs", "agent", "no_worktree" (worktree: false), "remote",
+	// "push", "pull_request".
 	Allow []string
 	// PermissionModes are the permission modes a client may ask for
 	// (default: default, acceptEdits, plan).
@@ -43,7 +45,7 @@ type Policy struct {
 var DefaultPermissionModes = []string{"default", "acceptEdits", "plan"}
 
 // GatedFields are the values of Policy.Allow.
-var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "no_worktree", "remote", "push", "pull_request", "sandbox_network", "notify"}
+var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "plugin_dirs", "agent", "no_worktree", "remote", "push", "pull_request", "sandbox_network", "notify"}
 
 // MaxNameBytes bounds a session's or job's name: names become branch
 // names and commit messages.
@@ -79,6 +81,9 @@ const (
 	// classSandbox: paths under a root; off and, when forced, new hosts
 	// only with the operator's say.
 	classSandbox
+	// classAgents: subagent definitions, each permission mode one the
+	// policy allows.
+	classAgents
 )
 
 // jobFieldClass classifies every field of jobfile.Job by its yaml name.
@@ -104,6 +109,13 @@ var jobFieldClass = map[string]fieldClass{
 	// A sandbox only takes away (its read and write paths are checked
 	// like files); the operator may force it on.
 	"sandbox": classSandbox,
+	// effort and hook events change nothing outside the CLI; subagents
+	// defined inline may not run in a permission mode the server refuses.
+	"effort": classClient, "include_hook_events": classClient, "agents": classAgents,
+	// A plugin carries hooks and MCP servers (commands on the host); the
+	// agent named may be defined by the repository or a plugin with its
+	// own permission mode and tools.
+	"plugin_dirs": classGated, "agent": classGated,
 }
 
 // fileFieldClass classifies the run-level fields of jobfile.File.
@@ -116,7 +128,7 @@ var fileFieldClass = map[string]fieldClass{
 
 // sessionOwnClass classifies a session request's own fields.
 var sessionOwnClass = map[string]fieldClass{
-	"resume": classClient, "permission_prompt": classClient, "permission_timeout": classClient,
+	"resume": classClient, "fork_session": classClient, "permission_prompt": classClient, "permission_timeout": classClient,
 }
 
 // PolicyError is a field the policy refuses (403), by its path.
@@ -212,6 +224,12 @@ func (c *policyCheck) field(path string, cl fieldClass, spec *jobfile.Job, fv re
 		return c.path(path, spec.Repo)
 	case classSandbox:
 		return c.sandbox(path, spec)
+	case classAgents:
+		for _, name := range slices.Sorted(maps.Keys(spec.Agents)) {
+			if m := spec.Agents[name].PermissionMode; m != "" && !slices.Contains(c.p.PermissionModes, m) {
+				return refuse(path+"."+name+".permissionMode", "permission mode %q is not allowed by the server (allowed: %s)", m, strings.Join(c.p.PermissionModes, ", "))
+			}
+		}
 	default:
 		return refuse(path, "the server does not let clients set this field")
 	}
@@ -268,10 +286,12 @@ func (c *policyCheck) gatedPaths(path string, spec *jobfile.Job) error {
 		paths = fileOf(spec.MCPConfig)
 	case "add_dirs":
 		paths = spec.AddDirs
+	case "plugin_dirs":
+		paths = spec.PluginDirs
 	}
 	for i, p := range paths {
 		field := path
-		if lastKey(path) == "add_dirs" {
+		if k := lastKey(path); k == "add_dirs" || k == "plugin_dirs" {
 			field = fmt.Sprintf("%s[%d]", path, i)
 		}
 		if err := c.path(field, p); err != nil {

@@ -50,8 +50,15 @@ func TestPolicyDefaults(t *testing.T) {
 			t.Errorf("mode %s: %v", m, err)
 		}
 	}
+	// Fields that change nothing outside the CLI pass.
+	if err := c.job("", &jobfile.Job{Effort: "high", IncludeHookEvents: true,
+		Agents: map[string]jobfile.Agent{"r": {Description: "d", Prompt: "p", PermissionMode: "plan"}}}); err != nil {
+		t.Errorf("effort, hook events and an agent in plan mode: %v", err)
+	}
 	for _, spec := range []jobfile.Job{{PermissionMode: "bypassPermissions"}, {Env: map[string]string{"X": "1"}},
-		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"}} {
+		{ExtraArgs: []string{"--x"}}, {Settings: "{}"}, {MCPConfig: "{}"}, {AddDirs: []string{"/"}}, {Remote: "o"},
+		{PluginDirs: []string{"p"}}, {Agent: "reviewer"},
+		{Agents: map[string]jobfile.Agent{"r": {Description: "d", Prompt: "p", PermissionMode: "bypassPermissions"}}}} {
 		if err := c.job("", &spec); err == nil {
 			t.Errorf("%+v allowed by the default policy", spec)
 		}
@@ -153,7 +160,7 @@ func TestPolicySandbox(t *testing.T) {
 // under the roots only.
 func TestPolicyAllowedPaths(t *testing.T) {
 	root := t.TempDir()
-	p := Policy{Allow: []string{"settings", "mcp_config", "add_dirs"}}
+	p := Policy{Allow: []string{"settings", "mcp_config", "add_dirs", "plugin_dirs"}}
 	p.defaults()
 	c := policyCheck{p: &p, roots: []string{root}, dir: root}
 	for _, tc := range []struct {
@@ -163,6 +170,7 @@ func TestPolicyAllowedPaths(t *testing.T) {
 		{jobfile.Job{Settings: "/etc/settings.json"}, "settings"},
 		{jobfile.Job{MCPConfig: "../mcp.json"}, "mcp_config"},
 		{jobfile.Job{AddDirs: []string{"sub", "/"}}, "add_dirs[1]"},
+		{jobfile.Job{PluginDirs: []string{"/opt/plugins"}}, "plugin_dirs[0]"},
 	} {
 		var pe *PolicyError
 		if err := c.job("", &tc.spec); !errors.As(err, &pe) || pe.Field != tc.field {

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 )
 
 // registry holds the server's sessions, live and saved.

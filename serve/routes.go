@@ -64,6 +64,8 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "DELETE /api/sessions/{id}", handler: s.deleteSession},
 		{Pattern: "POST /api/sessions/{id}/messages", handler: s.postMessage},
 		{Pattern: "POST /api/sessions/{id}/interrupt", handler: s.interruptSession},
+		{Pattern: "POST /api/sessions/{id}/model", handler: s.setSessionModel},
+		{Pattern: "POST /api/sessions/{id}/permission-mode", handler: s.setSessionMode},
 		{Pattern: "POST /api/sessions/{id}/permissions/{request_id}", handler: s.answerPermission},
 		{Pattern: "GET /api/sessions/{id}/events", handler: s.sessionEvents},
 		{Pattern: "GET /api/sessions/{id}/ws", Auth: AuthWebSocket, handler: s.sessionWS, exists: s.sessionExists},

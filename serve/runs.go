@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 )
 
 // runRequest is POST /api/runs.
@@ -302,6 +302,7 @@ func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 		Kill:     s.cfg.Kill,
 		Environ:  s.cfg.Environ,
 		Pool:     -1,
+		Gate:     s.cfg.gate,
 	}
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)

@@ -82,6 +82,10 @@ type Config struct {
 	// LinkTTL (default DefaultLinkTTL).
 	PublicURL string
 	LinkTTL   time.Duration
+
+	// gate is shared by the server's sessions and runs (New makes it):
+	// at most MaxJobs CLIs at once, fewer after a 429/529 storm.
+	gate *runner.SharedGate
 }
 
 func (c *Config) defaults() {
@@ -138,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, lock: lock}
+	s.cfg.gate = runner.NewSharedGate(cfg.MaxJobs, func(limit int, reason string) {
+		s.cfg.Logf("CLIs of sessions and runs at once: %d (%s)", limit, reason)
+	})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.setupNotify(); err != nil {
 		return nil, errors.Join(err, lock.release())

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
 	"github.com/pneuma-cli/pneuma/usage"
 )
 

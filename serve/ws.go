@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/pneuma-cli/pneuma/serve/eventlog"
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
 )
 
 // WebSocket close codes of the API.
@@ -30,6 +30,14 @@ const (
 	subscribeGrace = 200 * time.Millisecond
 	// writeTimeout bounds one write to a client that stopped reading.
 	writeTimeout = 30 * time.Second
+	// flushEvery paces a client's writes: a write follows the one before
+	// by at least this long, and takes every event that came meanwhile.
+	// Each write is a system call (and a wake-up of the reader), which is
+	// most of the cost of fan-out: at thousands of events/s a client gets
+	// a batch per write instead of an event per write. At a streaming
+	// model's pace (events a few ms apart or more) an event goes out at
+	// once. It adds at most this much to an event's latency.
+	flushEvery = 2 * time.Millisecond
 )
 
 // wsTarget is what a connection talks to: a session or a run.
@@ -37,8 +45,8 @@ type wsTarget interface {
 	eventLog() *eventlog.Log
 	// snapshot is the message sent to a client that does not subscribe.
 	snapshot(lastSeq int64) any
-	// handle acts on user_message, permission_response and interrupt and
-	// returns the reply.
+	// handle acts on user_message, permission_response, interrupt,
+	// set_model and set_permission_mode and returns the reply.
 	handle(ctx context.Context, m clientMessage) (any, error)
 }
 
@@ -300,6 +308,9 @@ func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
 	watchdog := time.AfterFunc(writeTimeout, func() { c.conn.CloseNow() })
 	watchdog.Stop()
 	defer watchdog.Stop()
+	pace := time.NewTimer(0)
+	defer pace.Stop()
+	var last time.Time
 	for {
 		evs, err := sub.Next(ctx)
 		if errors.Is(err, eventlog.ErrSlow) {
@@ -310,12 +321,22 @@ func (c *wsConn) pump(ctx context.Context, sub *eventlog.Subscription) {
 		if err != nil {
 			return // the log closed (the session ended) or the connection did
 		}
+		if wait := flushEvery - time.Since(last); wait > 0 {
+			pace.Reset(wait)
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return
+			}
+			evs = append(evs, sub.Ready()...)
+		}
 		watchdog.Reset(writeTimeout)
 		err = c.writeBatch(ctx, evs)
 		watchdog.Stop()
 		if err != nil {
 			return
 		}
+		last = time.Now()
 	}
 }
 
@@ -371,6 +392,18 @@ func (t sessionTarget) handle(ctx context.Context, m clientMessage) (any, error)
 			return nil, err
 		}
 		return map[string]any{"type": "interrupt_sent"}, nil
+	case "set_model":
+		ack, err := t.e.setModel(ctx, m.Model)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "model_set", "model": m.Model, "pending": ack.Pending, "response": ack.Response}, nil
+	case "set_permission_mode":
+		ack, err := t.e.setPermissionMode(ctx, m.Mode)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": "permission_mode_set", "mode": m.Mode, "pending": ack.Pending, "response": ack.Response}, nil
 	}
 	return nil, fmt.Errorf("%s is not a message for a session", m.Type)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // dial opens a WebSocket to path; header auth unless token is "".
@@ -239,7 +241,8 @@ func TestSlowClient(t *testing.T) {
 	}
 	defer c.CloseNow()
 	send(t, ctx, c, `{"type":"subscribe","last_seq":0}`)
-	time.Sleep(50 * time.Millisecond)
+	log := b.s.sessions.get(id).log
+	poll.Eventually(t, 10*time.Second, func() bool { return log.Followers() == 1 }, "the client follows the log")
 	pad := strings.Repeat("p", 64<<10)
 	const n = 400 // 25 MiB: more than loopback buffers hold
 	start := time.Now()

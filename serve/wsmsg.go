@@ -21,6 +21,9 @@ type clientMessage struct {
 	Message      string          `json:"message,omitempty"`
 	// subscribe, ack
 	LastSeq int64 `json:"last_seq,omitempty"`
+	// set_model, set_permission_mode
+	Model string `json:"model,omitempty"`
+	Mode  string `json:"mode,omitempty"`
 }
 
 // messageFields lists, per client message type, the fields it may carry.
@@ -29,6 +32,8 @@ var messageFields = map[string][]string{
 	"user_message":        {"content", "client_msg_id"},
 	"permission_response": {"request_id", "behavior", "updated_input", "message"},
 	"interrupt":           {},
+	"set_model":           {"model"},
+	"set_permission_mode": {"mode"},
 	"subscribe":           {"last_seq"},
 	"ack":                 {"last_seq"},
 	"ping":                {},
@@ -64,6 +69,8 @@ func decodeClientMessage(data []byte) (clientMessage, error) {
 		return clientMessage{}, errors.New("permission_response: request_id must not be empty")
 	case m.Type == "permission_response" && m.Behavior != "allow" && m.Behavior != "deny":
 		return clientMessage{}, errors.New(`permission_response: behavior must be "allow" or "deny"`)
+	case m.Type == "set_permission_mode" && m.Mode == "":
+		return clientMessage{}, errors.New("set_permission_mode: mode must not be empty")
 	case (m.Type == "subscribe" || m.Type == "ack") && m.LastSeq < 0:
 		return clientMessage{}, fmt.Errorf("%s: last_seq must not be negative", m.Type)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/tail"
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // testManager returns a Manager whose git sees none of the developer's
@@ -449,13 +450,28 @@ func TestCreateLockContention(t *testing.T) {
 	t.Parallel()
 	m := testManager(t, identityConfig)
 	repo := newRepo(t, m)
+	// A Create without contention starts this many git processes; with the
+	// lock held, the last of them (the checkout) cannot come before an add
+	// that failed on the lock, so reaching that count means Create met the
+	// lock. Then the lock goes, as another git's would.
+	before := m.spawned.Load()
+	if err := m.Create(testCtx(t), CreateOptions{Repo: repo, Path: filepath.Join(t.TempDir(), "free"), Branch: "free"}); err != nil {
+		t.Fatal(err)
+	}
+	gits := m.spawned.Load() - before
 	lock := filepath.Join(repo, ".git", "refs", "heads", "busy.lock")
 	writeFile(t, filepath.Dir(lock), "busy.lock", "")
-	timer := time.AfterFunc(300*time.Millisecond, func() { os.Remove(lock) })
-	defer timer.Stop()
+	before = m.spawned.Load()
+	go func() {
+		poll.Until(time.Minute, func() bool { return m.spawned.Load()-before >= gits })
+		os.Remove(lock)
+	}()
 	path := filepath.Join(t.TempDir(), "w")
 	if err := m.Create(testCtx(t), CreateOptions{Repo: repo, Path: path, Branch: "busy"}); err != nil {
 		t.Fatalf("Create while a ref lock was held briefly: %v", err)
+	}
+	if n := m.spawned.Load() - before; n <= gits {
+		t.Errorf("Create started %d git processes, as many as without the lock: it never met it", n)
 	}
 	if !isDir(path) || !refExists(t, m, repo, "refs/heads/busy") {
 		t.Error("worktree or branch missing")

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println(c.Process.Pid)
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the behaviour under test: a parent that lives until its group is killed
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -127,7 +127,7 @@ func (s *realServer) stop() {
 // the same state directory and port.
 func (s *realServer) Restart(down time.Duration) {
 	s.stop()
-	time.Sleep(down)
+	time.Sleep(down) // the behaviour under test: the server stays down this long
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		s.t.Fatalf("listen again on %s: %v", s.addr, err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // TestBrowser starts Chromium, loads a page with one known accessibility
@@ -83,11 +85,10 @@ func TestFrameStyle(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got string
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if got, err = FrameStyle(tab, "x", "max-width"); err == nil {
-				break
-			}
-		}
+		poll.Until(10*time.Second, func() bool {
+			got, err = FrameStyle(tab, "x", "max-width")
+			return err == nil
+		})
 		if err != nil || got != want {
 			t.Errorf("%s: max-width in the frame %q (%v), want %q", path, got, err, want)
 		}

@@ -44,9 +44,9 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "child", "pid": child.Process.Pid})
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // a child that hangs until it is killed: what the test kills
 	case "sleep":
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // a process that hangs until it is killed: what the test kills
 	}
 }
 

@@ -210,4 +210,23 @@ export class Conversation {
   on_session_init(ev) { this.note(`Session started${ev.model ? ' with ' + ev.model : ''}.`); }
   on_cli_exited(ev) { this.note(`Claude Code exited (code ${ev.exit_code}).`, ev.exit_code ? 'err' : ''); }
   on_error(ev) { this.note('Error: ' + (ev.message || ''), 'err'); }
+  on_compact_boundary(ev) { this.note('Compacted: ' + (ev.message || 'the conversation was compacted'), 'compact'); }
+  on_model_fallback(ev) { this.note(ev.message || `The CLI switched to ${ev.model}.`); }
+  on_session_writes_lost(ev) { this.note('Warning: ' + (ev.message || 'the CLI could not save the session'), 'err'); }
+  on_background_task(ev) {
+    const t = ev.task || {};
+    const what = t.description || t.task_type || t.task_id || 'task';
+    this.note(t.status ? `Background task ${what}: ${t.status}.` : `Background task started: ${what}.`);
+  }
+  on_model_changed(ev) { this.note(`Model set to ${ev.model || 'the default'}.`); }
+  on_permission_mode_changed(ev) { this.note(`Permission mode set to ${ev.mode}.`); }
+
+  /** on_cli_message shows the hook lines (include_hook_events); other kinds stay in the event log. */
+  on_cli_message(ev) {
+    const line = ev.line || {};
+    if (String(ev.kind).startsWith('system/hook_')) {
+      const outcome = line.outcome ? ` ${line.outcome}` : ev.kind === 'system/hook_started' ? ' started' : '';
+      this.note(`Hook ${line.hook_name || line.hook_event || ''}${outcome}.`, 'hook');
+    }
+  }
 }

@@ -157,6 +157,8 @@ export function runPage(el, id) {
       case 'run_started': report.status = 'running'; report.jobs_total = ev.jobs; break;
       case 'job_started': draw(ev.job, {status: 'running', reason: '', branch: ev.branch}); break;
       case 'api_retry': draw(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
+      case 'compact_boundary': draw(ev.job, {reason: 'compacted'}); break;
+      case 'model_fallback': draw(ev.job, {reason: `fell back to ${ev.model || 'another model'}`}); break;
       case 'job_retry': draw(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
       case 'job_finished': if (ev.result) draw(ev.result.name || ev.job, ev.result); break;
       case 'run_snapshot': if (ev.run) setRun(ev.run); break;

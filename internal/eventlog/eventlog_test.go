@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 func obj(typ string, i int) []byte {
@@ -221,15 +223,21 @@ func TestWait(t *testing.T) {
 	if evs, err := l.Wait(ctx, 1, 0); err != nil || len(evs) != 0 {
 		t.Fatalf("timed-out wait: %v %v", evs, err)
 	}
+	// The append comes while the Wait is blocked: only its wake-up can
+	// end the wait with the event (its timeout ends it with none).
 	go func() {
-		time.Sleep(20 * time.Millisecond)
-		l.Append("x", obj("x", 2))
+		if poll.Until(5*time.Second, func() bool { return l.Waiting() == 1 }) {
+			l.Append("x", obj("x", 2))
+		}
 	}()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
 	evs, err := l.Wait(ctx2, 1, 0)
 	if err != nil || len(evs) != 1 || evs[0].Seq != 2 {
 		t.Fatalf("wait: %v %+v", err, evs)
+	}
+	if n := l.Waiting(); n != 0 {
+		t.Errorf("%d waits still counted after they returned", n)
 	}
 }
 
@@ -291,5 +299,37 @@ func BenchmarkAppend(b *testing.B) {
 	o := obj("assistant", 1)
 	for b.Loop() {
 		l.Append("assistant", o)
+	}
+}
+
+// Ready hands over the live events waiting without blocking, never a
+// replayed one (Next returns those first) and never one twice.
+func TestReady(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "events.jsonl"))
+	l.Append("x", obj("x", 1))
+	s := l.Subscribe(0, 16)
+	defer s.Close()
+	l.Append("x", obj("x", 2))
+	if evs := s.Ready(); len(evs) != 0 {
+		t.Fatalf("Ready before the replay: %d events", len(evs))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if evs, err := s.Next(ctx); err != nil || len(evs) != 1 || evs[0].Seq != 1 {
+		t.Fatalf("replay: %v %+v", err, evs)
+	}
+	if evs := s.Ready(); len(evs) != 1 || evs[0].Seq != 2 {
+		t.Fatalf("Ready: %+v, want event 2", evs)
+	}
+	if evs := s.Ready(); len(evs) != 0 {
+		t.Fatalf("Ready again: %+v", evs)
+	}
+	l.Append("x", obj("x", 3))
+	l.Close()
+	if evs := s.Ready(); len(evs) != 1 || evs[0].Seq != 3 {
+		t.Fatalf("Ready at the end: %+v, want event 3", evs)
+	}
+	if _, err := s.Next(ctx); !errors.Is(err, ErrEnded) {
+		t.Fatalf("Next after the end: %v, want ErrEnded", err)
 	}
 }

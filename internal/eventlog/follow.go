@@ -119,6 +119,28 @@ func (s *Subscription) next1(ctx context.Context) ([]Event, error) {
 	return s.keep(evs), nil
 }
 
+// Ready returns the live events waiting, without blocking: none when there
+// are none, while a replay is still due (Next returns it), or when the
+// subscription ended (Next then says how).
+func (s *Subscription) Ready() []Event {
+	if s.next <= s.upTo {
+		return nil
+	}
+	var evs []Event
+	for len(evs) < cap(s.live) {
+		select {
+		case ev, ok := <-s.live:
+			if !ok {
+				return s.keep(evs) // closed: the next Next says why
+			}
+			evs = append(evs, ev)
+		default:
+			return s.keep(evs)
+		}
+	}
+	return s.keep(evs)
+}
+
 // keep advances next past evs; live events all follow the replayed range
 // (Subscribe registers under the log's lock), so the filter is a guard.
 func (s *Subscription) keep(evs []Event) []Event {

@@ -44,6 +44,7 @@ type Log struct {
 	offsets []int64  // offsets[i] is where seq i+1 starts; offsets[len] is the end
 	subs    map[*Subscription]struct{}
 	notify  chan struct{} // closed and replaced at every append (long-poll)
+	waiting int           // Wait calls blocked on notify
 	closed  bool
 	buf     []byte
 	maxLine int
@@ -364,16 +365,40 @@ func (l *Log) Wait(ctx context.Context, after int64, maxBytes int64) ([]Event, e
 	for {
 		l.mu.Lock()
 		last, ch, closed := int64(len(l.offsets)-1), l.notify, l.closed
-		l.mu.Unlock()
 		if last > after || closed {
+			l.mu.Unlock()
 			return l.ReadPage(after, 0, maxBytes)
 		}
+		l.waiting++
+		l.mu.Unlock()
+		var done bool
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			done = true
+		}
+		l.mu.Lock()
+		l.waiting--
+		l.mu.Unlock()
+		if done {
 			return nil, nil
 		}
 	}
+}
+
+// Followers is how many subscriptions follow the log's live events.
+func (l *Log) Followers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.subs)
+}
+
+// Waiting is how many Wait calls are blocked until the next event (long
+// polls in progress).
+func (l *Log) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting
 }
 
 // Sync flushes the log to disk.

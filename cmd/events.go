@@ -1,0 +1,84 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	stdio "io"
+	"os"
+	"sync"
+
+	"github.com/pneuma-cli/pneuma/internal/eventlog"
+	"github.com/pneuma-cli/pneuma/runner"
+)
+
+// runEventTypes are fsync'd as soon as they are in a run's events.jsonl:
+// the ends of jobs and of the run (as serve's logs do).
+func runEventTypes(typ string) bool {
+	return typ == runner.EventJobFinished || typ == runner.EventRunFinished
+}
+
+// recorder is the Observer of `pneuma run`: every event of the run, the
+// fine ones included, goes to the run directory's events.jsonl with its
+// seq (the same log serve keeps), then to next (the live view, telemetry).
+type recorder struct {
+	mu   sync.Mutex
+	log  *eventlog.Log
+	next []runner.Reporter
+	err  error
+}
+
+// openRecorder opens (or continues, on --resume) the run's events.jsonl.
+// A damaged log (not a torn last line: eventlog drops that) is kept beside
+// as events.jsonl.damaged and a new one begins, so that a run can always
+// be resumed; warn hears of it.
+func openRecorder(path string, warn stdio.Writer, next ...runner.Reporter) (*recorder, error) {
+	log, err := eventlog.Open(path, runEventTypes)
+	var damage *eventlog.DamageError
+	if errors.As(err, &damage) {
+		aside := path + ".damaged"
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("move the damaged event log aside: %w", rerr)
+		}
+		fmt.Fprintf(warn, "warning: the run's event log is damaged (%v); kept as %s, a new one begins\n", err, aside)
+		log, err = eventlog.Open(path, runEventTypes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the run's event log: %w", err)
+	}
+	r := &recorder{log: log}
+	for _, n := range next {
+		if n != nil {
+			r.next = append(r.next, n)
+		}
+	}
+	return r, nil
+}
+
+func (r *recorder) Event(e runner.Event) {
+	data, err := json.Marshal(e)
+	r.mu.Lock()
+	if err == nil {
+		_, err = r.log.Append(e.Type, data)
+	}
+	if err != nil && r.err == nil {
+		r.err = err // the run goes on; Close reports it once
+	}
+	for _, n := range r.next {
+		n.Event(e)
+	}
+	r.mu.Unlock()
+}
+
+// Close syncs and closes the log; errOut hears of a failed append.
+func (r *recorder) Close(errOut stdio.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.log.Close()
+	if r.err != nil {
+		err = r.err
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "warning: the run's event log %s is incomplete: %v\n", r.log.Path(), err)
+	}
+}
