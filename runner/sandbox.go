@@ -165,6 +165,7 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 		src, js = filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")
 	}
 	spec := *job.Sandbox
+	name, email := gitIdentity(job.Dir, environ)
 	// The CLI is given its add_dirs and plugin_dirs to read: they are
 	// opened read-only.
 	spec.Read = slices.Concat(spec.Read, job.Options.AddDirs, job.Options.PluginDirs)
@@ -172,7 +173,7 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 		Spec: spec, Bwrap: bwrap, Dir: job.Dir, Repo: job.Repo,
 		Binary: binary, Home: home, ConfigSrc: src, ConfigJSON: js,
 		StateDir: filepath.Join(job.JobDir, "sandbox"), APIURL: env("ANTHROPIC_BASE_URL"),
-		GitName: gitConfig(job.Dir, environ, "user.name"), GitEmail: gitConfig(job.Dir, environ, "user.email"),
+		GitName: name, GitEmail: email,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the sandbox of job %q: %w", job.Name, err)
@@ -186,19 +187,29 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	return box, nil
 }
 
-// gitConfig is a git setting as dir resolves it under pneuma's environment
-// ("" when unset), for the agent's own commits in a sandbox, where the
-// user's ~/.gitconfig is hidden.
-func gitConfig(dir string, environ []string, key string) string {
+// gitIdentity is user.name and user.email as dir resolves them under
+// pneuma's environment ("" when unset), for the agent's own commits in a
+// sandbox, where the user's ~/.gitconfig is hidden. One git process for both:
+// it runs on every sandboxed launch.
+func gitIdentity(dir string, environ []string) (name, email string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "config", "--get", key)
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "config", "--get-regexp", `^user\.(name|email)$`)
 	cmd.Env = environ
 	out, err := cmd.Output()
 	if err != nil {
-		return "" // unset: git inside asks as it would anywhere
+		return "", "" // unset: git inside asks as it would anywhere
 	}
-	return strings.TrimSpace(string(out))
+	for line := range strings.Lines(string(out)) {
+		key, value, _ := strings.Cut(strings.TrimRight(line, "\n"), " ")
+		switch key { // git prints keys lower-case; the last value wins, as for git config --get
+		case "user.name":
+			name = value
+		case "user.email":
+			email = value
+		}
+	}
+	return name, email
 }
 
 // closeSandbox stops a job's proxy (nil: no sandbox).

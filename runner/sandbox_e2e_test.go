@@ -70,7 +70,8 @@ type escapeWorld struct {
 	repo, home, scratch, remote, other, bgDir, tmpFile, marker, base string
 	sshKey, awsKey                                                   string
 	listed, unlisted                                                 *countingServer
-	victim                                                           *exec.Cmd
+	victimMark                                                       string // in the environ of the run's other job
+	victimPID                                                        int    // that job's CLI, once the escape job has looked
 }
 
 func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
@@ -106,13 +107,41 @@ func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
 	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/other-job")
 	w.base = claudetest.Git(t, w.repo, "rev-parse", "main")
 	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
-	w.victim = exec.Command("sleep", "300")
-	if err := w.victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.victim.Process.Kill(); _ = w.victim.Wait() })
+	w.victimMark = "PNEUMA_VICTIM=" + rand.Text()
 	return w
 }
+
+// findCLI waits for the process running cli whose environment holds mark:
+// a job's CLI, seen from outside any sandbox.
+func findCLI(t *testing.T, cli, mark string) int {
+	t.Helper()
+	pid := 0
+	poll.Until(time.Minute, func() bool {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			n, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+			if argv0 == cli && strings.Contains("\x00"+string(environ)+"\x00", "\x00"+mark+"\x00") {
+				pid = n
+				return true
+			}
+		}
+		return false
+	})
+	if pid == 0 {
+		t.Errorf("the victim job's CLI (%s with %s) did not start", cli, mark)
+	}
+	return pid
+}
+
+// plantedHooks are the hooks the agent plants: whatever pneuma's commit,
+// finish and publish steps could run.
+const plantedHooks = "pre-commit prepare-commit-msg commit-msg post-commit post-checkout post-merge post-rewrite pre-push reference-transaction pre-auto-gc post-index-change"
 
 // script is one Bash call that tries every escape and prints, for each,
 // "<name>=ok" when it got through.
@@ -132,14 +161,21 @@ func (w *escapeWorld) script() string {
 		`echo x > "$HOME/escaped.txt" && echo home=ok`,
 		`echo x > ` + w.tmpFile + ` && echo tmp=ok`,
 		`cat "$HOME/.ssh/id_ed25519" "$HOME/.aws/credentials"; echo`,
-		`git config --file ` + filepath.Join(w.repo, ".git", "config") + ` core.fsmonitor "touch ` + filepath.Join(w.scratch, "fsmonitor-ran") + `" && echo repo-config=ok`,
-		`printf '#!/bin/sh\ntouch ` + filepath.Join(w.scratch, "hook-ran") + `\n' > ` + filepath.Join(w.repo, ".git", "hooks", "post-commit") + ` && echo repo-hook=ok`,
 		tcp(w.listed.port) + ` | grep -q pong && echo listed-port=ok`,
 		tcp(w.unlisted.port) + ` | grep -q pong && echo unlisted-port=ok`,
 		`curl -s -m 3 -o /dev/null http://203.0.113.7/ ; true`,
 		`kill -0 ` + strconv.Itoa(os.Getpid()) + ` 2>/dev/null && echo signal-pneuma=$((40+2))`,
-		`kill -9 ` + strconv.Itoa(w.victim.Process.Pid) + ` 2>/dev/null && echo kill-other=ok`,
 		`git push -q ` + w.remote + ` HEAD:refs/heads/escaped 2>/dev/null && echo push=ok`,
+		// Planted last, after the agent's own git commands: a hook or
+		// fsmonitor that runs from here on was run by pneuma's git.
+		`git config --file ` + filepath.Join(w.repo, ".git", "config") + ` core.fsmonitor "touch ` + filepath.Join(w.scratch, "fsmonitor-ran") + `" && echo repo-config=ok`,
+		`mkdir -p hooks-planted && for h in ` + plantedHooks + `; do printf '#!/bin/sh\ntouch ` + filepath.Join(w.scratch, "hook-ran") + `-$(basename "$0")\n' > hooks-planted/$h; chmod +x hooks-planted/$h; done`,
+		`cp hooks-planted/* ` + filepath.Join(w.repo, ".git", "hooks") + `/ && echo repo-hook=ok`,
+		`git config extensions.worktreeConfig true && git config --worktree core.hooksPath "$PWD/hooks-planted" && git config --worktree core.fsmonitor "touch ` + filepath.Join(w.scratch, "fsmonitor-ran") + `-worktree" && echo worktree-config=ok`,
+		`echo leftover > leftover.txt`, // for pneuma to commit
+		// After the plants: without the sandbox pneuma finishes the
+		// victim, committing its leftover, with the plants in place.
+		`kill -9 ` + strconv.Itoa(w.victimPID) + ` 2>/dev/null && echo kill-other=ok`,
 		`nohup env -u PNEUMA_CLAUDE_MARKER setsid sh -c 'sleep 60; echo alive > ` + filepath.Join(w.bgDir, "alive") + `' ` + w.marker + ` >/dev/null 2>&1 < /dev/null &`,
 		`echo done`,
 	}
@@ -156,25 +192,25 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 	}
 	cfg, _ := os.ReadFile(filepath.Join(w.repo, ".git", "config"))
 	got := map[string]bool{
-		"other-worktree": exists(filepath.Join(w.other, "escaped.txt")),
-		"home":           exists(filepath.Join(w.home, "escaped.txt")),
-		"tmp":            exists(w.tmpFile),
-		"read-ssh-key":   strings.Contains(string(data), w.sshKey),
-		"read-aws-creds": strings.Contains(string(data), w.awsKey),
-		"repo-config":    strings.Contains(string(cfg), "fsmonitor"),
-		"repo-hook":      exists(filepath.Join(w.repo, ".git", "hooks", "post-commit")),
-		"unlisted-port":  len(w.unlisted.accepted) > 0,
-		"signal-pneuma":  strings.Contains(string(data), "signal-pneuma=42"), // the script holds the expression, not its value
-		"kill-other":     !poll.Running(w.victim.Process.Pid),
-		"push":           gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
-		"background":     processWithArg(w.marker),
-		"verify-home":    exists(filepath.Join(w.home, "verify-escaped.txt")),
-		"remount":        exists(filepath.Join(w.repo, "remounted.txt")),
-		"nested-userns":  exists(filepath.Join(w.repo, "nested.txt")),
-		"other-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
-		"main-branch":    claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
-		"packed-branch":  claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/packed-job") != w.base,
-		"new-branch":     gitOK(w.repo, "rev-parse", "--verify", "-q", "refs/heads/pneuma/e2e/new-job"),
+		"other-worktree":  exists(filepath.Join(w.other, "escaped.txt")),
+		"home":            exists(filepath.Join(w.home, "escaped.txt")),
+		"tmp":             exists(w.tmpFile),
+		"read-ssh-key":    strings.Contains(string(data), w.sshKey),
+		"read-aws-creds":  strings.Contains(string(data), w.awsKey),
+		"repo-config":     strings.Contains(string(cfg), "fsmonitor"),
+		"repo-hook":       exists(filepath.Join(w.repo, ".git", "hooks", "post-commit")),
+		"worktree-config": strings.Contains(strings.ToLower(string(cfg)), "worktreeconfig"),
+		"unlisted-port":   len(w.unlisted.accepted) > 0,
+		"signal-pneuma":   strings.Contains(string(data), "signal-pneuma=42"), // the script holds the expression, not its value
+		"push":            gitOK(w.remote, "rev-parse", "--verify", "-q", "refs/heads/escaped"),
+		"background":      processWithArg(w.marker),
+		"verify-home":     exists(filepath.Join(w.home, "verify-escaped.txt")),
+		"remount":         exists(filepath.Join(w.repo, "remounted.txt")),
+		"nested-userns":   exists(filepath.Join(w.repo, "nested.txt")),
+		"other-branch":    claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/other-job") != w.base,
+		"main-branch":     claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
+		"packed-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/packed-job") != w.base,
+		"new-branch":      gitOK(w.repo, "rev-parse", "--verify", "-q", "refs/heads/pneuma/e2e/new-job"),
 	}
 	return got
 }
@@ -205,9 +241,11 @@ func processWithArg(arg string) bool {
 }
 
 // TestSandboxEscapes runs the escape suite on the real CLI in
-// bypassPermissions: with the sandbox every escape fails and the job still
-// finishes and commits on its branch; without it every escape succeeds
-// (so the suite can tell).
+// bypassPermissions, two jobs in one run (the escape job, and a victim whose
+// CLI it tries to kill): with the sandbox every escape fails and the job
+// still finishes and commits on its branch; without it every escape
+// succeeds (so the suite can tell). Either way, the hooks and fsmonitor the
+// agent plants never run in pneuma's own git.
 func TestSandboxEscapes(t *testing.T) {
 	requireSandbox(t)
 	for _, sandboxed := range []bool{true, false} {
@@ -215,20 +253,37 @@ func TestSandboxEscapes(t *testing.T) {
 			b := newBed(t)
 			w := newEscapeWorld(t, b)
 			homeBefore := snapshot(t, w.home)
+			b.jobs["VICTIM-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+				if !r.HasToolResult() { // alive until the escape job has tried to kill it
+					return fakeapi.ToolUse(fakeapi.Bash(`for i in $(seq 1200); do [ -e escape-done ] && break; sleep 0.1; done; echo waited`))
+				}
+				return fakeapi.Text("still alive")
+			}
 			b.jobs["ESCAPE-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
 				switch {
 				case !r.HasToolResult():
+					w.victimPID = findCLI(t, b.bin, w.victimMark)
+					// A leftover of the victim's, for pneuma to commit.
+					if err := os.WriteFile(filepath.Join(b.dirs["VICTIM-TOKEN"], "victim-leftover.txt"), nil, 0o644); err != nil {
+						t.Error(err)
+					}
 					return fakeapi.ToolUse(fakeapi.Bash(w.script()))
 				case !r.Contains("mcp-ok"):
+					if err := os.WriteFile(filepath.Join(b.dirs["VICTIM-TOKEN"], "escape-done"), nil, 0o644); err != nil {
+						t.Error(err)
+					}
 					return fakeapi.ToolUse(fakeapi.Tool("mcp__probe__ping", map[string]any{}))
 				}
 				return fakeapi.Text("tried every escape")
 			}
-			sb := "false"
+			sb, victimSB := "false", "false"
 			if sandboxed {
 				sb = fmt.Sprintf("{network: [\"127.0.0.1:%d\"], write: [%q]}", w.listed.port, w.bgDir)
+				victimSB = "true"
 			}
+			mark, value, _ := strings.Cut(w.victimMark, "=")
 			p := b.plan(w.repo, fmt.Sprintf(`version: 1
+concurrency: 2
 jobs:
   - name: escape
     prompt: ESCAPE-TOKEN try to get out
@@ -238,18 +293,48 @@ jobs:
     expect: {mcp: true}
     verify:
       command: [sh, -c, "echo v > %s; true"]
-`, sb, w.mcpConfig(t), filepath.Join(w.home, "verify-escaped.txt")))
+  - name: victim
+    prompt: VICTIM-TOKEN wait for the other job
+    permission_mode: bypassPermissions
+    sandbox: %s
+    env: {%s: %q}
+`, sb, w.mcpConfig(t), filepath.Join(w.home, "verify-escaped.txt"), victimSB, mark, value))
 			rep := b.run(p)
 			res := jobByName(t, rep, "escape")
 			if res.Status != report.StatusSucceeded {
 				t.Fatalf("job %s (%s): %s", res.Status, res.Reason, res.Error)
 			}
 			got := w.escapes(t, res.Stream)
+			victim := jobByName(t, rep, "victim")
+			got["kill-other"] = victim.Status != report.StatusSucceeded // its CLI was killed
+			if sandboxed && victim.Status != report.StatusSucceeded {
+				t.Errorf("victim job %s (%s): %s", victim.Status, victim.Reason, victim.Error)
+			}
+			// pneuma's own git (the leftover commits, finish) never ran
+			// what the agent planted, with or without the sandbox.
+			for _, m := range []string{"hook-ran-*", "fsmonitor-ran*"} {
+				if ran, _ := filepath.Glob(filepath.Join(w.scratch, m)); len(ran) > 0 {
+					t.Errorf("a planted hook or fsmonitor ran: %v", ran)
+				}
+			}
+			// pneuma's commit step ran after the plants: on the victim's
+			// branch always, on the escape job's when the sandbox kept its
+			// worktree's git metadata whole (without it, pneuma sees the
+			// changed worktree config and leaves the worktree alone).
+			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "--name-only", "pneuma/e2e/victim"); !strings.Contains(log, "victim-leftover.txt") {
+				t.Errorf("pneuma did not commit the victim's leftover after the plants: %q", log)
+			}
+			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "--name-only", "pneuma/e2e/escape"); sandboxed && !strings.Contains(log, "leftover.txt") {
+				t.Errorf("pneuma did not commit the agent's leftover after the plants: %q", log)
+			}
+			if !sandboxed && !strings.Contains(res.Error, "its git metadata changed") {
+				t.Errorf("without the sandbox, pneuma's finish did not notice the planted worktree config: %q", res.Error)
+			}
 			if data, err := os.ReadFile(res.Stream); err == nil && testing.Verbose() {
 				t.Logf("stream: %s", data)
 			}
 			listed := len(w.listed.accepted) > 0
-			t.Logf("escapes: %v, listed port reached: %v", got, listed)
+			t.Logf("escapes: %v, listed port reached: %v; escape job's error %q, warnings %+v", got, listed, res.Error, res.Warnings)
 			for name, escaped := range got {
 				if escaped == sandboxed {
 					t.Errorf("%s: escaped=%v with sandbox=%v", name, escaped, sandboxed)

@@ -12,11 +12,18 @@
 #   otlp      the same with the default stagger, exporting traces and metrics
 #             over OTLP/HTTP to a receiver on loopback (built here; it reads
 #             and counts each request), when STARTS_TELEMETRY=1
+#   sandbox   the same with the default stagger and `--sandbox` (bubblewrap,
+#             the CONNECT proxy and pneuma-sandbox-forward, built here beside
+#             pneuma), when STARTS_SANDBOX=1 (issue 22)
 #
 # With STARTS_ROUNDS=N (1) the pneuma contenders run N times, interleaved,
 # each time on a repository of its own, and the medians are printed at the
 # end; with STARTS_TELEMETRY=1 the median cost of export on pneuma's own CPU
-# (otlp minus default) is checked against 0.5 ms per job (issue 23).
+# (otlp minus default) is checked against 0.5 ms per job (issue 23); with
+# STARTS_SANDBOX=1 the median wall time a sandbox adds to a job's start
+# ((sandbox minus default makespan) x CONCURRENCY / JOBS: each of the
+# CONCURRENCY slots pays it JOBS/CONCURRENCY times) is checked against 30 ms,
+# and the CPU it adds (pneuma's own and its children's) is printed beside it.
 #
 # It prints the makespan of each, pneuma's own CPU per job (utime + stime of
 # its process, children excluded, from /proc; then its children's, the git
@@ -27,7 +34,7 @@
 # there (go tool pprof -top bin/pneuma FILE).
 #
 # Environment: STARTS_JOBS (300), STARTS_CONCURRENCY (30), STARTS_FILES (200),
-# STARTS_PNEUMA_STAGGERS (""), STARTS_ROUNDS (1), STARTS_TELEMETRY (""),
+# STARTS_PNEUMA_STAGGERS (""), STARTS_ROUNDS (1), STARTS_TELEMETRY (""), STARTS_SANDBOX (""),
 # STARTS_BEFORE (""), STARTS_PROFILE (""), STARTS_PNEUMA (a pneuma
 # binary to measure instead of building this tree's, e.g. an older one),
 # STARTS_KEEP=1 keeps the scratch directory.
@@ -41,6 +48,7 @@ rounds="${STARTS_ROUNDS:-1}"
 contenders="default ${STARTS_PNEUMA_STAGGERS:-}"
 [[ -z "${STARTS_BEFORE:-}" ]] || contenders+=" before"
 [[ "${STARTS_TELEMETRY:-}" == 1 ]] && contenders+=" otlp"
+[[ "${STARTS_SANDBOX:-}" == 1 ]] && contenders+=" sandbox"
 profile="${STARTS_PROFILE:-}"
 [[ "$jobs" =~ ^[0-9]+$ && "$par" =~ ^[0-9]+$ && "$nfiles" =~ ^[0-9]+$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
   { echo "bench-starts: STARTS_JOBS, STARTS_CONCURRENCY, STARTS_FILES and STARTS_ROUNDS must be numbers" >&2; exit 2; }
@@ -56,6 +64,8 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 echo "== build"
 pneuma="${STARTS_PNEUMA:-$PWD/bin/pneuma}"
 [[ -n "${STARTS_PNEUMA:-}" ]] || go build -o "$pneuma" .
+# The sandbox's forwarder runs from beside pneuma when it is there.
+[[ "$contenders" != *sandbox* || -n "${STARTS_PNEUMA:-}" ]] || go build -o "$(dirname "$pneuma")/pneuma-sandbox-forward" ./cmd/pneuma-sandbox-forward
 mkdir -p "$tmp/standin"
 cat >"$tmp/standin/main.go" <<'GO'
 // Command claude stands in for the Claude Code CLI: it answers --version,
@@ -191,7 +201,7 @@ jobsfile() {
 mkfifo "$tmp/tick"
 exec {tick}<>"$tmp/tick"
 status=0
-declare -A per_jobs ratios
+declare -A per_jobs ratios walls kids
 for round in $(seq 1 "$rounds"); do
   for c in $contenders; do
     args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
@@ -201,6 +211,7 @@ for round in $(seq 1 "$rounds"); do
     before) bin="$STARTS_BEFORE" ;;
     default) [[ -n "$profile" && "$round" == 1 ]] && args+=(--cpuprofile "$profile") ;;
     otlp) env+=(OTEL_EXPORTER_OTLP_ENDPOINT="http://$otlp_addr" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) ;;
+    sandbox) args+=(--sandbox) ;;
     *) args+=(--stagger "$c") ;;
     esac
     echo "== round $round, pneuma $c: ${env[*]:1} $bin ${args[*]} jobs.yaml   load $(load)"
@@ -228,7 +239,8 @@ for round in $(seq 1 "$rounds"); do
     succeeded=$(grep -c '"type":"job_finished".*"status":"succeeded"' "$tmp/events-$c-$round.jsonl" || true)
     ratio=$(awk -v a="$ms" -v b="$base_ms" 'BEGIN { printf "%.2f", a / b }')
     per_job=$(awk -v c="$cpu_ms" -v n="$jobs" 'BEGIN { printf "%.2f", c / n }')
-    per_jobs[$c]+="$per_job " ratios[$c]+="$ratio "
+    per_jobs[$c]+="$per_job " ratios[$c]+="$ratio " walls[$c]+="$ms "
+    kids[$c]+="$(awk -v c="$(( children * 1000 / hz ))" -v n="$jobs" 'BEGIN { printf "%.2f", c / n }') "
     echo "makespan $ms ms (${ratio}x the baseline's $base_ms ms), exit $exit_code, $succeeded/$jobs succeeded"
     echo "own CPU $cpu_ms ms (${per_job} ms per job: user $(( utime * 1000 / hz )) ms, system $(( stime * 1000 / hz )) ms), peak RSS $(( hwm / 1024 )) MB   load $(load)"
     echo "children's CPU (git and the stand-ins, as last seen) $(( children * 1000 / hz )) ms"
@@ -243,7 +255,7 @@ done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "== medians of $rounds round(s)"
 for c in $contenders; do
-  echo "$c: makespan $(median <<<"${ratios[$c]}")x the baseline, own CPU $(median <<<"${per_jobs[$c]}") ms per job   (rounds: ${per_jobs[$c]})"
+  echo "$c: makespan $(median <<<"${ratios[$c]}")x the baseline ($(median <<<"${walls[$c]}") ms), own CPU $(median <<<"${per_jobs[$c]}") ms per job, children's $(median <<<"${kids[$c]}") ms per job   (rounds: ${per_jobs[$c]})"
 done
 r=$(median <<<"${ratios[default]}") p=$(median <<<"${per_jobs[default]}")
 awk -v r="$r" 'BEGIN { exit !(r <= 0.6) }' || { echo "MISSED makespan <= 0.6x"; status=1; }
@@ -252,5 +264,12 @@ if [[ "$contenders" == *otlp* ]]; then
   cost=$(awk -v a="$(median <<<"${per_jobs[otlp]}")" -v b="$p" 'BEGIN { printf "%.2f", a - b }')
   echo "export on costs $cost ms of pneuma's own CPU per job (median otlp minus median default)"
   awk -v c="$cost" 'BEGIN { exit !(c <= 0.5) }' || { echo "MISSED export <= 0.5 ms per job"; status=1; }
+fi
+if [[ "$contenders" == *sandbox* ]]; then
+  added=$(awk -v a="$(median <<<"${walls[sandbox]}")" -v b="$(median <<<"${walls[default]}")" -v p="$par" -v n="$jobs" 'BEGIN { printf "%.1f", (a - b) * p / n }')
+  own=$(awk -v a="$(median <<<"${per_jobs[sandbox]}")" -v b="$p" 'BEGIN { printf "%.2f", a - b }')
+  kid=$(awk -v a="$(median <<<"${kids[sandbox]}")" -v b="$(median <<<"${kids[default]}")" 'BEGIN { printf "%.2f", a - b }')
+  echo "the sandbox adds $added ms of wall time per job start (median sandbox minus median default makespan, x $par / $jobs), $own ms of pneuma's own CPU and $kid ms of its children's (bubblewrap; what runs inside is not carried up) per job"
+  awk -v a="$added" 'BEGIN { exit !(a <= 30) }' || { echo "MISSED sandbox <= 30 ms per job start"; status=1; }
 fi
 exit "$status"
