@@ -70,6 +70,25 @@ type jobLog struct {
 	worktree string
 	tail     *live.Tail
 	prefix   string
+	// audit follows the job's audit.jsonl: pneuma's decision on each tool
+	// call, shown with the call's result.
+	audit   *live.Tail
+	decided map[string]string
+}
+
+// decision is pneuma's decision on a tool call, read from the job's audit
+// when asked: the audit line is written just after the stream's result
+// line, so a result not yet in it reads the audit again.
+func (jl *jobLog) decision(toolUseID string) string {
+	if d, ok := jl.decided[toolUseID]; ok {
+		return d
+	}
+	_ = jl.audit.Read(func(line []byte) { // a decision not shown is all an error costs
+		if id, d, ok := live.AuditDecision(line); ok {
+			jl.decided[id] = d
+		}
+	})
+	return jl.decided[toolUseID]
 }
 
 // streamLineMax is the longest stream line logs renders (the CLI's own
@@ -123,7 +142,8 @@ func openJobLogs(dir runner.RunDir, names map[string]jobInfo, only string, logs 
 		jl := logs[name]
 		if jl == nil {
 			info := names[name]
-			jl = &jobLog{name: name, worktree: info.worktree, tail: live.NewTail(info.stream, streamLineMax)}
+			jl = &jobLog{name: name, worktree: info.worktree, tail: live.NewTail(info.stream, streamLineMax),
+				audit: live.NewTail(info.audit, streamLineMax), decided: map[string]string{}}
 			if only == "" {
 				jl.prefix = jobPrefix(name, color)
 			}
@@ -141,14 +161,14 @@ func printJobLog(io *IO, jl *jobLog, raw bool) error {
 			fmt.Fprintf(io.Out, "%s%s\n", jl.prefix, line)
 			return
 		}
-		for _, l := range live.StreamLines(line, jl.worktree) {
+		for _, l := range live.StreamLines(line, jl.worktree, jl.decision) {
 			fmt.Fprintf(io.Out, "%s%s\n", jl.prefix, l)
 		}
 	})
 }
 
 // jobInfo is where a job keeps its records and worktree.
-type jobInfo struct{ stream, worktree string }
+type jobInfo struct{ stream, audit, worktree string }
 
 // jobNames are the run's jobs by name: from its journal's plan, else its
 // jobs directories (a name is then its slug).
@@ -160,14 +180,14 @@ func jobNames(dir runner.RunDir) map[string]jobInfo {
 			if job.JobDir == "" {
 				jobDir = dir.Job(job.Slug)
 			}
-			names[job.Name] = jobInfo{stream: jobDir.Stream(), worktree: job.Dir}
+			names[job.Name] = jobInfo{stream: jobDir.Stream(), audit: jobDir.Audit(), worktree: job.Dir}
 		}
 		return names
 	}
 	ents, _ := os.ReadDir(filepath.Join(string(dir), "jobs")) // none yet: no jobs
 	for _, de := range ents {
 		if de.IsDir() {
-			names[de.Name()] = jobInfo{stream: dir.Job(de.Name()).Stream()}
+			names[de.Name()] = jobInfo{stream: dir.Job(de.Name()).Stream(), audit: dir.Job(de.Name()).Audit()}
 		}
 	}
 	return names

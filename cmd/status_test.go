@@ -101,8 +101,14 @@ func TestLogsRendersAndRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Job b's audit says how pneuma decided its call; a's has none.
+	audit := `{"time":"2026-11-27T11:00:01Z","tool":"Bash","tool_use_id":"t1","input":"go test ./...","decision":"allow","rule":"Bash(go test *)","via":"hook","ok":true}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "jobs", "b", "audit.jsonl"), []byte(audit), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got := run(t, repo, nil, "logs", "20261127-110000-logs")
-	for _, want := range []string{"a | ── session s1", "b | → Bash: go test ./...", "a |   ← ok pkg 0.1s", "b | ✓ result · $0.0123 · 2 turns · 4s", "a | Looking."} {
+	for _, want := range []string{"a | ── session s1", "b | → Bash: go test ./...", "a |   ← ok pkg 0.1s",
+		"b |   ← [allow: Bash(go test *)] ok pkg 0.1s", "b | ✓ result · $0.0123 · 2 turns · 4s", "a | Looking."} {
 		if !strings.Contains(got.stdout, want) {
 			t.Errorf("logs lacks %q:\n%s%s", want, got.stdout, got.stderr)
 		}

@@ -156,3 +156,25 @@ func TestFinishedLineTasksLeft(t *testing.T) {
 		t.Errorf("finished line %q", got)
 	}
 }
+
+// TestAuditDecision: an audit line becomes the decision logs shows beside
+// a tool's result; other lines are none.
+func TestAuditDecision(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"tool_use_id":"t1","decision":"deny","rule":"Bash(git push*)"}`: "deny: Bash(git push*)",
+		`{"tool_use_id":"t2","decision":"allow","edited":true}`:           "allow, input edited",
+		`{"tool_use_id":"t3","decision":"allow","rule":"link"}`:           "allow: link",
+		`{"tool_use_id":"","decision":"allow"}`:                           "",
+		`not json`:                                                        "",
+	} {
+		_, got, ok := AuditDecision([]byte(line))
+		if got != want || ok != (want != "") {
+			t.Errorf("AuditDecision(%s) = %q, %v; want %q", line, got, ok, want)
+		}
+	}
+	decided := func(id string) string { return map[string]string{"t1": "deny: Bash(git push*)"}[id] }
+	got := StreamLines([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"refused"}]}}`), "", decided)
+	if len(got) != 1 || got[0] != "  ← [deny: Bash(git push*)] error: refused" {
+		t.Errorf("result line %q", got)
+	}
+}

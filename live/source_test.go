@@ -61,7 +61,7 @@ func FuzzStreamLines(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		for _, l := range StreamLines(line, "/wt") {
+		for _, l := range StreamLines(line, "/wt", nil) {
 			if strings.Contains(l, "\n") {
 				t.Fatalf("rendered line holds a newline: %q", l)
 			}

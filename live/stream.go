@@ -16,12 +16,18 @@ import (
 // resultMax bounds a tool result's line in `pneuma logs`.
 const resultMax = 160
 
+// Decisions says how pneuma decided a tool call, by its tool_use id: a
+// short text such as "deny: Bash(rm -rf *)", or "" when not known.
+type Decisions func(toolUseID string) string
+
 // StreamLines are one line of a job's stream.jsonl for a person (pneuma
 // logs): the assistant's text, each tool call with a short, redacted input,
-// a tool's result shortened, API retries, and the result with its cost.
-// Lines a person does not read (stream deltas, keep-alives, control) are
-// none. worktree, when known, makes the job's paths relative.
-func StreamLines(line []byte, worktree string) []string {
+// a tool's result shortened and, when decided knows it, pneuma's
+// permission decision on the call, API retries, and the result with its
+// cost. Lines a person does not read (stream deltas, keep-alives, control)
+// are none. worktree, when known, makes the job's paths relative; decided
+// may be nil.
+func StreamLines(line []byte, worktree string, decided Decisions) []string {
 	ev := claude.Decode(line)
 	switch {
 	case ev.Init != nil:
@@ -36,7 +42,7 @@ func StreamLines(line []byte, worktree string) []string {
 	case ev.Result != nil:
 		return []string{resultLine(ev.Result)}
 	case ev.Message != nil && (ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser):
-		return messageLines(ev, worktree)
+		return messageLines(ev, worktree, decided)
 	case ev.Type == claude.TypeInvalid:
 		return []string{"(a line that is not JSON)"}
 	}
@@ -60,7 +66,7 @@ func resultLine(r *claude.Result) string {
 
 // messageLines are an assistant's text and tool calls, or a user message's
 // tool results; a subagent's lines are indented.
-func messageLines(ev claude.Event, worktree string) []string {
+func messageLines(ev claude.Event, worktree string, decided Decisions) []string {
 	indent := ""
 	if ev.ParentToolUseID != "" {
 		indent = "    "
@@ -77,13 +83,47 @@ func messageLines(ev claude.Event, worktree string) []string {
 			out = append(out, indent+"→ "+call)
 		case b.Type == "tool_result":
 			mark := "←"
+			if d := decisionOf(decided, b.ToolUseID); d != "" {
+				mark += " [" + d + "]"
+			}
 			if b.IsError {
-				mark = "← error:"
+				mark += " error:"
 			}
 			out = append(out, indent+"  "+mark+" "+text.Shorten(redact.String(blockText(b.Content)), resultMax))
 		}
 	}
 	return out
+}
+
+func decisionOf(decided Decisions, toolUseID string) string {
+	if decided == nil || toolUseID == "" {
+		return ""
+	}
+	return decided(toolUseID)
+}
+
+// AuditDecision reads one line of a job's audit.jsonl: the tool call's id
+// and pneuma's decision on it as StreamLines shows it ("allow: Read",
+// "deny: Bash(git push*)", "allow, input edited"). ok is false for a line
+// that is not an audit entry.
+func AuditDecision(line []byte) (toolUseID, decision string, ok bool) {
+	var e struct {
+		ToolUseID string `json:"tool_use_id"`
+		Decision  string `json:"decision"`
+		Rule      string `json:"rule"`
+		Edited    bool   `json:"edited"`
+	}
+	if json.Unmarshal(line, &e) != nil || e.ToolUseID == "" || e.Decision == "" {
+		return "", "", false
+	}
+	d := e.Decision
+	if e.Rule != "" {
+		d += ": " + text.Shorten(redact.String(e.Rule), 80)
+	}
+	if e.Edited {
+		d += ", input edited"
+	}
+	return e.ToolUseID, d, true
 }
 
 func toolLineOf(name, input, worktree string) string {
