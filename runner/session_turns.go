@@ -261,8 +261,6 @@ func (s *Session) onEvent(ev claude.Event) bool {
 		s.emitLine(ev)
 	case claude.TypeStreamEvent:
 		s.emitLine(ev)
-	default:
-		s.emitOther(ev)
 	case claude.TypeResult:
 		switch {
 		case !isResult:
@@ -272,6 +270,8 @@ func (s *Session) onEvent(ev claude.Event) bool {
 		default:
 			s.onResult(ev.Result)
 		}
+	default:
+		s.emitOther(ev)
 	}
 	return isResult
 }
