@@ -484,3 +484,30 @@ jobs:
 	say(p, "hello")
 	p.wait(fmt.Sprintf(`document.querySelector('#session-sandbox .sandbox-network')?.textContent === %q`, api+", example.com"), "the session's hosts after its CLI started")
 }
+
+// TestConsoleSwitch switches a live session's model and permission mode
+// from its page: the status shows the answer, the session records the
+// switch, and a mode the server's policy refuses shows the server's error.
+func TestConsoleSwitch(t *testing.T) {
+	srv := startReal(t)
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "")
+	id := newSession(p, srv)
+	p.do(chromedp.SendKeys(chromedp.CSS("#switch-model"), "claude-haiku-4-5"), chromedp.Click(chromedp.CSS("#switch-model-go")))
+	p.wait(`/^Model claude-haiku-4-5: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the model switch's answer")
+	p.do(chromedp.SetValue(chromedp.CSS("#switch-mode"), "plan"), chromedp.Click(chromedp.CSS("#switch-mode-go")))
+	p.wait(`/^Mode plan: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the mode switch's answer")
+	var model, mode bool
+	for _, ev := range srv.events("/api/sessions/" + id) {
+		model = model || ev["type"] == "model_changed" && ev["model"] == "claude-haiku-4-5"
+		mode = mode || ev["type"] == "permission_mode_changed" && ev["mode"] == "plan"
+	}
+	if !model || !mode {
+		t.Errorf("the session recorded model_changed %v, permission_mode_changed %v; want both", model, mode)
+	}
+	p.do(chromedp.SetValue(chromedp.CSS("#switch-mode"), "bypassPermissions"), chromedp.Click(chromedp.CSS("#switch-mode-go")))
+	p.wait(`/^Mode bypassPermissions failed: .*403.*not allowed by the server/.test(document.querySelector('#switch-status').textContent)`, "the refused mode's error")
+	if got := eval[string](p, `document.querySelector('label[for=switch-mode]').textContent + '|' + document.querySelector('#switch-status').getAttribute('aria-live')`); got != "Permission mode|polite" {
+		t.Errorf("switch form label and live region: %q", got)
+	}
+}

@@ -80,6 +80,30 @@ function createForm() {
   h('button', {type: 'submit', class: 'primary'}, 'Create session'));
 }
 
+/**
+ * switchForm switches the running session's model or permission mode and
+ * shows the CLI's acknowledgement (or the server's refusal) in a live status.
+ */
+function switchForm(id) {
+  const model = h('input', {type: 'text', id: 'switch-model', spellcheck: 'false', placeholder: 'claude-sonnet-4-5'});
+  const mode = h('select', {id: 'switch-mode'}, modes.map((m) => h('option', {value: m}, m)));
+  const result = h('p', {id: 'switch-status', role: 'status', 'aria-live': 'polite'});
+  const ack = (r) => r.pending ? 'pending: applied when the session next runs' : 'acknowledged' + (r.response ? ' ' + JSON.stringify(r.response) : '');
+  const run = async (what, path, body) => {
+    result.textContent = what + '…';
+    try {
+      const r = await post(`/api/sessions/${enc(id)}/${path}`, body);
+      result.textContent = `${what}: ${ack(r || {})}`;
+    } catch (err) { result.textContent = `${what} failed: ${err.message}`; }
+  };
+  return h('form', {class: 'card row', id: 'session-switch', on: {submit: (e) => e.preventDefault()}},
+    h('label', {for: 'switch-model'}, 'Model'), model,
+    h('button', {type: 'button', id: 'switch-model-go', on: {click: () => run('Model ' + (model.value.trim() || '(session default)'), 'model', {model: model.value.trim()})}}, 'Switch model'),
+    h('label', {for: 'switch-mode'}, 'Permission mode'), mode,
+    h('button', {type: 'button', id: 'switch-mode-go', on: {click: () => run('Mode ' + mode.value, 'permission-mode', {mode: mode.value})}}, 'Switch mode'),
+    result);
+}
+
 /** sessionPage is one live session: its conversation and a composer. */
 export function sessionPage(el, id) {
   const state = h('span', {class: 'conn', role: 'status'});
@@ -134,6 +158,7 @@ export function sessionPage(el, id) {
     h('div', {class: 'title'}, h('h1', {}, 'Session ', title), state),
     h('p', {class: 'stats'}, status, ' · cost ', cost, ' · turns ', turns, ' ', meta),
     sandbox,
+    switchForm(id),
     log,
     h('form', {class: 'composer', on: {submit: (e) => { e.preventDefault(); submit(); }}},
       h('label', {for: 'composer', class: 'visually-hidden'}, 'Message'),
