@@ -105,7 +105,7 @@ func decisionOf(decided Decisions, toolUseID string) string {
 // AuditDecision reads one line of a job's audit.jsonl: the tool call's id
 // and pneuma's decision on it as StreamLines shows it ("allow: Read",
 // "deny: Bash(git push*)", "allow, input edited"). ok is false for a line
-// that is not an audit entry.
+// that is not an audit entry, and for a call pneuma did not decide.
 func AuditDecision(line []byte) (toolUseID, decision string, ok bool) {
 	var e struct {
 		ToolUseID string `json:"tool_use_id"`
@@ -113,7 +113,8 @@ func AuditDecision(line []byte) (toolUseID, decision string, ok bool) {
 		Rule      string `json:"rule"`
 		Edited    bool   `json:"edited"`
 	}
-	if json.Unmarshal(line, &e) != nil || e.ToolUseID == "" || e.Decision == "" {
+	// "cli": pneuma did not decide, the CLI's permission mode did.
+	if json.Unmarshal(line, &e) != nil || e.ToolUseID == "" || e.Decision == "" || e.Decision == "cli" {
 		return "", "", false
 	}
 	d := e.Decision
