@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/live"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
@@ -84,13 +85,8 @@ func TestLiveView(t *testing.T) {
 
 func waitFor(t *testing.T, out *syncBuffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the view never drew %q: %q", s, out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, 10*time.Second, func() bool { return strings.Contains(out.String(), s) },
+		"the view never drew %q", s)
 }
 
 // TestLineReporterTasksLeftRunning: pneuma run says which background tasks
