@@ -92,6 +92,14 @@ func reportHead(r *report.Report) *report.Report {
 
 // Event is runner.Reporter: every run event goes to the log, with its seq.
 func (ru *run) Event(ev runner.Event) {
+	if ev.Type == runner.EventRunFinished && ev.Report != nil {
+		// The snapshot holds the report before run_finished reaches the
+		// log: a client that saw run_finished finds the finished run.
+		ru.mu.Lock()
+		ru.report, ru.status = ev.Report, ev.Report.Status
+		ru.tally.running = nil
+		ru.mu.Unlock()
+	}
 	if ev.Report != nil { // the log keeps the report's head: its jobs are paged
 		ev.Report = reportHead(ev.Report)
 	}
