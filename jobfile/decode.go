@@ -72,8 +72,13 @@ func Decode(path string, data []byte) (*File, error) {
 				d.errorf(v, "jobs must be a list, not %s", kindName(v))
 				return
 			}
-			for _, item := range v.Content {
-				f.Jobs = append(f.Jobs, d.job(item, false))
+			// Each job is decoded in place and its nodes let go at once:
+			// the tree of a 10,000-job file is the largest heap a run has,
+			// and it need not live beside the jobs decoded from it (issue 27).
+			f.Jobs = make([]Job, len(v.Content))
+			for i, item := range v.Content {
+				d.jobInto(&f.Jobs[i], item, false)
+				v.Content[i] = nil
 			}
 		default:
 			d.errorf(k, "unknown field %q%s", key, Suggest(key, []string{"version", "concurrency", "budget_usd", "stagger", "limits", "notify", "defaults", "jobs"}))
@@ -93,8 +98,10 @@ func Decode(path string, data []byte) (*File, error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
-	for i := range f.Jobs {
-		f.Jobs[i] = f.Jobs[i].withDefaults(f.Defaults)
+	if len(f.Defaults.set) > 0 {
+		for i := range f.Jobs {
+			f.Jobs[i].applyDefaults(&f.Defaults)
+		}
 	}
 	return f, nil
 }
@@ -213,16 +220,23 @@ func (d *decoder) known(n *yaml.Node, t reflect.Type) bool {
 
 // job decodes one job mapping (or the defaults mapping).
 func (d *decoder) job(n *yaml.Node, isDefaults bool) Job {
-	j := Job{Pos: d.pos(n), set: map[string]bool{}, pos: map[string]Pos{}}
+	var j Job
+	d.jobInto(&j, n, isDefaults)
+	return j
+}
+
+// jobInto decodes the job (or the defaults) at n into j.
+func (d *decoder) jobInto(j *Job, n *yaml.Node, isDefaults bool) {
+	*j = Job{Pos: d.pos(n), set: map[string]bool{}, pos: map[string]Pos{}}
 	if n.Kind != yaml.MappingNode {
 		what := "a job"
 		if isDefaults {
 			what = "defaults"
 		}
 		d.errorf(n, "%s must be a mapping of fields, not %s", what, kindName(n))
-		return j
+		return
 	}
-	rv := reflect.ValueOf(&j).Elem()
+	rv := reflect.ValueOf(j).Elem()
 	d.mapping(n, func(key string, k, v *yaml.Node) {
 		idx, ok := jobFields[key]
 		if !ok {
@@ -240,7 +254,6 @@ func (d *decoder) job(n *yaml.Node, isDefaults bool) Job {
 		j.set[key] = true
 		j.pos[key] = d.pos(v)
 	})
-	return j
 }
 
 func typeErrorMessage(err error, v *yaml.Node, dst any) string {

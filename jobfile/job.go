@@ -145,33 +145,32 @@ func jobFieldNames() []string {
 	return names
 }
 
-// withDefaults returns j with every field it did not set taken from def.
-// env maps are merged (the job's entries win); everything else is replaced.
-func (j Job) withDefaults(def Job) Job {
-	out := j
-	rv := reflect.ValueOf(&out).Elem()
-	dv := reflect.ValueOf(def)
+// applyDefaults gives j every field it did not set from def. env maps
+// are merged into a map of the job's own (the job's entries win);
+// everything else is replaced.
+func (j *Job) applyDefaults(def *Job) {
+	rv := reflect.ValueOf(j).Elem()
+	dv := reflect.ValueOf(def).Elem()
 	for key, idx := range jobFields {
 		if key == "name" || j.set[key] || !def.set[key] {
 			continue
 		}
 		rv.Field(idx).Set(dv.Field(idx))
-		out.set[key] = true
-		if _, ok := out.pos[key]; !ok {
-			out.pos[key] = def.pos[key]
+		j.set[key] = true
+		if _, ok := j.pos[key]; !ok {
+			j.pos[key] = def.pos[key]
 		}
 	}
 	if j.set["env"] && def.set["env"] {
-		env := make(map[string]string, len(def.Env)+len(j.Env))
+		merged := make(map[string]string, len(def.Env)+len(j.Env))
 		for k, v := range def.Env {
-			env[k] = v
+			merged[k] = v
 		}
 		for k, v := range j.Env {
-			env[k] = v
+			merged[k] = v
 		}
-		out.Env = env
+		j.Env = merged
 	}
-	return out
 }
 
 // IsSet reports whether the job (or the defaults it inherited) wrote key.
