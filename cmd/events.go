@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pneuma-cli/pneuma/internal/eventlog"
+	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -56,7 +57,11 @@ func openRecorder(path string, warn stdio.Writer, next ...runner.Reporter) (*rec
 }
 
 func (r *recorder) Event(e runner.Event) {
-	data, err := json.Marshal(e)
+	logged := e
+	if e.Report != nil {
+		logged.Report = reportHead(e.Report)
+	}
+	data, err := json.Marshal(logged)
 	r.mu.Lock()
 	if err == nil {
 		_, err = r.log.Append(e.Type, data)
@@ -68,6 +73,15 @@ func (r *recorder) Event(e runner.Event) {
 		n.Event(e)
 	}
 	r.mu.Unlock()
+}
+
+// reportHead is r without its jobs, as run_finished is logged: a run of
+// 10,000 jobs would otherwise be one line of every job (10 MB, encoded
+// whole in memory); its jobs are in report.json (issue 27).
+func reportHead(r *report.Report) *report.Report {
+	head := *r
+	head.Jobs = nil // and its source: Streamed sets one that streams no jobs
+	return report.Streamed(head, func(func(*report.Job) error) error { return nil })
 }
 
 // Close syncs and closes the log; errOut hears of a failed append.
