@@ -56,10 +56,36 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 	if ws, ok := r.reuseParked(ctx, job); ok {
 		return ws, nil
 	}
-	if err := r.git.Create(ctx, worktree.CreateOptions{Repo: job.Repo, Path: job.Dir, Branch: job.Branch, Base: job.BaseCommit}); err != nil {
+	err := r.git.Create(ctx, worktree.CreateOptions{Repo: job.Repo, Path: job.Dir, Branch: job.Branch, Base: job.BaseCommit})
+	if exists := (*worktree.ExistsError)(nil); errors.As(err, &exists) && exists.Kind == "branch" {
+		if err = r.takeOverBranch(ctx, job); err == nil {
+			return workspace{created: true}, nil
+		}
+	}
+	if err != nil {
 		return workspace{}, fmt.Errorf("create worktree for job %q: %w", job.Name, err)
 	}
 	return workspace{created: true, fresh: true, watch: r.git.Watch(job.Dir)}, nil
+}
+
+// takeOverBranch checks out job's branch, which a run killed after git
+// made it and before its journal said so left behind: in a worktree being
+// added, or in a parked worktree being moved to the job (still at the
+// finished job's path), which is removed first (only when clean). The
+// branch is named after this run and job, so it is the job's own.
+func (r *run) takeOverBranch(ctx context.Context, job *Job) error {
+	list, err := r.git.List(ctx, job.Repo)
+	if err != nil {
+		return err
+	}
+	for _, wt := range list {
+		if wt.Branch == job.Branch && !sameDir(wt.Path, job.Dir) {
+			if err := r.git.Remove(ctx, job.Repo, wt.Path); err != nil {
+				return fmt.Errorf("branch %s is checked out at %s: %w", job.Branch, wt.Path, err)
+			}
+		}
+	}
+	return r.git.Create(ctx, worktree.CreateOptions{Repo: job.Repo, Path: job.Dir, Branch: job.Branch, Existing: true})
 }
 
 // madeBefore reports whether job's worktree already exists on its branch.

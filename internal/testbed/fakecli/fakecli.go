@@ -145,6 +145,8 @@ func Install(t testing.TB, s Scenario) string {
 type Call struct {
 	Pid  int      `json:"pid"`
 	Args []string `json:"args"` // without argv[0]
+	// Dir is the directory the fake ran in (a job's worktree).
+	Dir string `json:"dir"`
 	// Env holds the Scenario.Env variables that were set.
 	Env map[string]string `json:"env"`
 	// Stdin is every line read from stdin, without newlines.
@@ -321,6 +323,7 @@ func (f *fake) run(args []string) int {
 // record appends this call to the calls file.
 func (f *fake) record(args []string) {
 	c := Call{Pid: os.Getpid(), Args: args, Env: map[string]string{}}
+	c.Dir, _ = os.Getwd() // empty if the directory is gone
 	for _, k := range f.s.Env {
 		if v, ok := os.LookupEnv(k); ok {
 			c.Env[k] = v
