@@ -67,13 +67,18 @@ type Journal struct {
 
 // JournalData is what run.json holds.
 type JournalData struct {
-	Schema    string      `json:"schema"`
-	RunID     string      `json:"run_id"`
-	Status    string      `json:"status"`
-	StartedAt time.Time   `json:"started_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
-	Plan      *Plan       `json:"plan"`
-	Jobs      []*JobState `json:"jobs"`
+	Schema    string    `json:"schema"`
+	RunID     string    `json:"run_id"`
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// NotSucceeded names, in plan order, the jobs that did not succeed:
+	// written once the run ended (absent while it runs), ahead of the
+	// plan, so that --rerun-failed of a run of 10,000 jobs reads a few
+	// kilobytes of run.json instead of all of it (issue 27).
+	NotSucceeded *[]string   `json:"not_succeeded,omitempty"`
+	Plan         *Plan       `json:"plan"`
+	Jobs         []*JobState `json:"jobs"`
 }
 
 // startWriter starts the goroutine that appends the changes touch
@@ -145,8 +150,17 @@ type JobState struct {
 	StartedAt time.Time        `json:"started_at,omitzero"`
 	Result    *report.Job      `json:"result,omitempty"`
 
-	// stored says Result is in the journal's result store, not here.
-	stored bool
+	// stored says Result is in the journal's result store, not here;
+	// succeeded says whether that result is a success.
+	stored, succeeded bool
+}
+
+// didSucceed reports whether the job finished with a success.
+func (s *JobState) didSucceed() bool {
+	if s.Result != nil {
+		return s.State == StateFinished && s.Result.Status == report.StatusSucceeded
+	}
+	return s.State == StateFinished && s.stored && s.succeeded
 }
 
 // Done reports whether the job finished with a result.
@@ -203,12 +217,21 @@ func unsucceeded(runDir string) ([]string, error) {
 	}
 	defer f.Close()
 	var states []slimState
-	schema := ""
+	var listed *[]string
+	schema, status := "", ""
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
 	err = walkObject(dec, func(key string) error {
 		switch key {
 		case "schema":
 			return dec.Decode(&schema)
+		case "status":
+			return dec.Decode(&status)
+		case "not_succeeded":
+			return dec.Decode(&listed)
+		case "plan":
+			if listed != nil && status != "running" && emptyLog(RunDir(runDir).JournalLog()) {
+				return errListed // a run that ended listed them: the rest is not read
+			}
 		case "jobs":
 			return walkArray(dec, func() error {
 				var s slimState
@@ -220,6 +243,12 @@ func unsucceeded(runDir string) ([]string, error) {
 		var skip json.RawMessage
 		return dec.Decode(&skip)
 	})
+	if errors.Is(err, errListed) {
+		if schema != JournalSchema {
+			return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, schema, JournalSchema)
+		}
+		return *listed, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read run journal %s: %w", path, err)
 	}
@@ -240,6 +269,16 @@ func unsucceeded(runDir string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// errListed stops the reading of a run.json whose not_succeeded was read.
+var errListed = errors.New("the jobs that did not succeed are listed")
+
+// emptyLog reports whether the journal log at path is absent or empty
+// (nothing to replay onto run.json).
+func emptyLog(path string) bool {
+	fi, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist) || err == nil && fi.Size() == 0
 }
 
 // replaySlim applies journal.jsonl to slim states, as replay does.
@@ -487,7 +526,7 @@ func (j *Journal) storeResults(path string) (report.Totals, error) {
 			return report.Totals{}, err
 		}
 		c := *s
-		c.Result, c.stored = nil, true
+		c.Result, c.stored, c.succeeded = nil, true, s.Result.Status == report.StatusSucceeded
 		j.Jobs[i] = &c
 	}
 	j.results = st
@@ -516,7 +555,7 @@ func (j *Journal) settle(name string) error {
 	defer j.mu.Unlock()
 	if j.Jobs[i] == s && !j.dirty[i] {
 		c := *s
-		c.Result, c.stored = nil, true
+		c.Result, c.stored, c.succeeded = nil, true, res.Status == report.StatusSucceeded
 		j.Jobs[i] = &c
 	}
 	return nil
@@ -708,7 +747,16 @@ func (j *Journal) save() error {
 	j.mu.Lock()
 	j.UpdatedAt = time.Now().UTC()
 	head := j.JournalData
-	head.Jobs = nil
+	head.Jobs, head.NotSucceeded = nil, nil
+	if j.Status != "running" {
+		names := []string{}
+		for _, s := range j.Jobs {
+			if !s.didSucceed() {
+				names = append(names, s.Name)
+			}
+		}
+		head.NotSucceeded = &names
+	}
 	states := slices.Clone(j.Jobs) // the pointers: a state is replaced, never changed, once here
 	for _, i := range j.pending {
 		j.dirty[i] = false

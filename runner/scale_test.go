@@ -213,3 +213,164 @@ func TestUnsucceededReadsWhatRerunNeeds(t *testing.T) {
 		t.Errorf("a directory without run.json: %v", err)
 	}
 }
+
+// endedJournal leaves in dir the journal of a run of n jobs that ended
+// (one in a hundred failed, the last one too): killedJournal's, resumed
+// and finished, its first results through the store, the last tenth in
+// memory. It returns the names of the jobs that did not succeed.
+func endedJournal(tb testing.TB, dir string, n int) []string {
+	p := killedJournal(tb, dir, n)
+	prior, err := ReadJournal(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	j, err := openJournal(p, prior)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := j.storeResults(RunDir(dir).Results()); err != nil {
+		tb.Fatal(err)
+	}
+	defer j.closeResults()
+	var failed []string
+	for i, job := range p.Jobs {
+		if i < n*9/10 {
+			if i%100 == 99 {
+				failed = append(failed, job.Name)
+			}
+			continue
+		}
+		res := &report.Job{Name: job.Name, Position: i, Status: report.StatusSucceeded}
+		if i == n-1 {
+			res.Status = report.StatusFailed
+			failed = append(failed, job.Name)
+		}
+		j.update(job.Name, func(s *JobState) { s.State, s.Result = StateFinished, res })
+	}
+	j.finish("failed")
+	if err := j.save(); err != nil {
+		tb.Fatal(err)
+	}
+	return failed
+}
+
+// TestUnsucceededOfAnEndedRunReadsItsList: a run that ended lists its
+// jobs that did not succeed ahead of its plan in run.json (results in
+// memory and in the store alike), and --rerun-failed reads that list and
+// nothing after it: the same names as the whole journal says.
+func TestUnsucceededOfAnEndedRunReadsItsList(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	want := endedJournal(t, dir, n)
+	whole, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var says []string
+	for _, s := range whole.Jobs {
+		if s.Result == nil || s.Result.Status != report.StatusSucceeded {
+			says = append(says, s.Name)
+		}
+	}
+	if strings.Join(says, ",") != strings.Join(want, ",") {
+		t.Fatalf("the journal says %v did not succeed, the fixture %v", says, want)
+	}
+	data, err := os.ReadFile(JournalPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut run.json where its plan begins: the list is all that is read.
+	at := strings.Index(string(data), `"plan":`)
+	if at < 0 || !strings.Contains(string(data[:at]), `"not_succeeded":[`) {
+		t.Fatalf("run.json does not list the jobs that did not succeed ahead of its plan: %.300s", data)
+	}
+	if err := os.WriteFile(JournalPath(dir), append(data[:at+len(`"plan":`)], "cut"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unsucceeded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("unsucceeded = %v\nwant %v", got, want)
+	}
+}
+
+// firstJobRepo is a repository with a jobs file of n jobs and, in its
+// .pneuma/runs, run runID's journal as fixture leaves it.
+func firstJobRepo(b *testing.B, n int, runID string, fixture func(testing.TB, string, int)) (repo, jobsFile string) {
+	repo = scaleRepo(b)
+	jobsFile = filepath.Join(repo, "jobs.yaml")
+	if err := os.WriteFile(jobsFile, bigJobsFile(n), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(repo, ".pneuma", "runs", runID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	fixture(b, dir, n)
+	return repo, jobsFile
+}
+
+// BenchmarkRerunFailedToFirstJob10k is what --rerun-failed of a run of
+// 10,000 jobs that ended does before its first job can start: decode
+// the jobs file, read which jobs did not succeed, plan them and write the
+// new run's journal (issue 27: within a second).
+func BenchmarkRerunFailedToFirstJob10k(b *testing.B) {
+	_, jobsFile := firstJobRepo(b, scaleJobs, "20261127-000000-scal", func(tb testing.TB, dir string, n int) { endedJournal(tb, dir, n) })
+	for b.Loop() {
+		f, err := jobfile.Read(jobsFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := RerunPlan(context.Background(), f, PlanOptions{Binary: "claude", Git: worktree.New()}, "20261127-000000-scal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Jobs) != scaleJobs*9/10/100+1 {
+			b.Fatalf("rerun plans %d jobs", len(p.Jobs))
+		}
+		if err := os.MkdirAll(p.RunDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		j, err := openJournal(p, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.storeResults(RunDir(p.RunDir).Results()); err != nil {
+			b.Fatal(err)
+		}
+		j.closeResults()
+	}
+}
+
+// BenchmarkResumeToFirstJob10k is what --resume of a killed run of 10,000
+// jobs does before its first job can start: decode the jobs file, read
+// run.json and replay 9,000 finished states, compare the file with the
+// run's plan, write the new run.json and move the results to the store.
+func BenchmarkResumeToFirstJob10k(b *testing.B) {
+	const runID = "20261127-000000-scal"
+	repo, jobsFile := firstJobRepo(b, scaleJobs, runID, func(tb testing.TB, dir string, n int) { killedJournal(tb, dir, n) })
+	dir := filepath.Join(repo, ".pneuma", "runs", runID)
+	for b.Loop() {
+		f, err := jobfile.Read(jobsFile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, prior, _, err := ResumePlan(context.Background(), f, PlanOptions{Binary: "claude", Git: worktree.New()}, runID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j, err := openJournal(p, prior)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.storeResults(RunDir(dir).Results()); err != nil {
+			b.Fatal(err)
+		}
+		j.closeResults()
+		b.StopTimer()
+		killedJournal(b, dir, scaleJobs) // the next iteration replays the same log again
+		b.StartTimer()
+	}
+}
