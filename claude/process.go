@@ -619,14 +619,28 @@ func (p *Process) copyStderr() {
 	}
 	// A read error is the drain deadline (output abandoned on purpose); a
 	// write error is the caller's writer, which bounds and owns what it keeps.
-	_, _ = io.Copy(p.stderrDst, p.stderr)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	// Wrapped so that neither side's WriterTo or ReaderFrom allocates a
+	// buffer of its own.
+	_, _ = io.CopyBuffer(struct{ io.Writer }{p.stderrDst}, struct{ io.Reader }{p.stderr}, *buf)
 }
+
+// stdoutReaders and copyBuffers are the buffers of CLIs that exited, for
+// the next ones: a run of 10,000 jobs allocated 640 MB of stdout readers
+// and 300 MB of stderr copy buffers, a collection every few MB (issue 27).
+var (
+	stdoutReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+	copyBuffers   = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+)
 
 // read decodes stdout line by line, copying every byte to the stream first.
 func (p *Process) read() {
 	defer close(p.readerDone)
 	defer close(p.events)
-	br := bufio.NewReaderSize(p.stdout, 64<<10)
+	br := stdoutReaders.Get().(*bufio.Reader)
+	br.Reset(p.stdout)
+	defer func() { br.Reset(nil); stdoutReaders.Put(br) }() // after the last chunk is copied and emitted
 	var (
 		line      []byte
 		size      int
