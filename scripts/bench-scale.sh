@@ -9,6 +9,10 @@
 # replay) and `report merge` of the run's report split in ten shards.
 # It checks the targets: peak RSS <= 64 MB at every size, own CPU <= 3 ms
 # per job, first job of a resume within 1 s.
+# SCALE_SERVE=1 then runs the largest size through `pneuma serve` (started
+# on a loopback port with a token file, the run POSTed with the same jobs
+# file and concurrency, followed with GET /api/runs/{id} until it ends) and
+# prints the server's peak RSS, checked against the same 64 MB.
 #
 # Environment: SCALE_SIZES ("1000 3000 10000"), SCALE_CONCURRENCY (30),
 # SCALE_FILES (200), SCALE_PNEUMA (a pneuma binary to measure instead of
@@ -177,6 +181,49 @@ if command -v jq >/dev/null; then
   [[ "$exit_code" == 0 ]] || { tail -5 "$tmp/stderr-merge.log" >&2; status=1; }
 else
   echo "(jq not found: make bench-deps)"
+fi
+
+if [[ "${SCALE_SERVE:-}" == 1 ]]; then
+  n="$last"
+  repo="$tmp/repo-serve-$n"
+  mkrepo "$repo"
+  jobsfile "$n" >"$repo/jobs.yaml"
+  head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
+  token=$(cat "$tmp/token")
+  echo "== $n jobs through pneuma serve (-j $par)   load $(load)"
+  (cd "$repo" && HOME="$tmp/home" exec "$pneuma" serve --addr 127.0.0.1:0 --token-file "$tmp/token" --root "$repo" \
+    --claude "$tmp/claude" --max-jobs "$par" --state-dir "$tmp/serve-state" --access-log off >"$tmp/serve.out" 2>"$tmp/serve.err") &
+  spid=$!
+  url=""
+  for _ in $(seq 1 500); do
+    url=$(sed -n 's/^pneuma serve: \(http:[^#]*\).*/\1/p' "$tmp/serve.out")
+    [[ -n "$url" ]] && break
+    kill -0 "$spid" 2>/dev/null || break
+    read -r -t 0.02 -u "$tick" _ || true
+  done
+  if [[ -z "$url" ]]; then
+    echo "pneuma serve did not start"; cat "$tmp/serve.err" >&2; status=1
+  else
+    t0=$(now_us)
+    id=$(curl -sf -H "Authorization: Bearer $token" "${url}api/runs" \
+      -d "{\"jobs_file\":\"$repo/jobs.yaml\",\"concurrency\":$par}" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' || true)
+    hwm=0 st=running
+    while [[ -n "$id" && "$st" == running ]] && kill -0 "$spid" 2>/dev/null; do
+      while read -r key value _; do [[ "$key" == VmHWM: ]] && hwm="$value"; done 2>/dev/null <"/proc/$spid/status" || true
+      st=$(curl -sf -H "Authorization: Bearer $token" "${url}api/runs/$id" | sed -n 's/^{"id":"[^"]*","status":"\([a-z_]*\)".*/\1/p' || true)
+      [[ -n "$st" ]] || st=running
+      read -r -t 1 -u "$tick" _ || true
+    done
+    while read -r key value _; do [[ "$key" == VmHWM: ]] && hwm="$value"; done 2>/dev/null <"/proc/$spid/status" || true
+    ms=$(( ($(now_us) - t0) / 1000 ))
+    kill -TERM "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    done_jobs=$(jq -r '.totals.jobs' "$tmp/serve-state/runs/$id/report.json" 2>/dev/null || echo "?")
+    echo "run ${id:-(not started)}: $st, $done_jobs jobs in the report, wall $ms ms, server peak RSS $(( hwm / 1024 )) MB"
+    printf 'pneuma serve, %s jobs: %s, wall %d ms, server peak RSS %d MB\n' "$n" "$st" "$ms" $(( hwm / 1024 )) >>"$tmp/table"
+    [[ -n "$id" && "$done_jobs" == "$n" ]] || { echo "the served run did not finish its $n jobs"; tail -5 "$tmp/serve.err" >&2; status=1; }
+    (( hwm <= 64 * 1024 )) || { echo "MISSED server peak RSS <= 64 MB at $n jobs"; status=1; }
+  fi
 fi
 
 echo
