@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 )
 
 // startRun starts `pneuma run -j 3` of the liveBed's jobs as another
@@ -30,20 +28,6 @@ func startRun(t *testing.T, b *liveBed, exe string, out *lockedBuffer) <-chan er
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // a run the test left going
 	})
 	return done
-}
-
-// paneExit waits for the pane's command to exit and returns its status.
-func paneExit(t *testing.T, p *pane, what string, within time.Duration) string {
-	t.Helper()
-	var status string
-	if !poll.Until(within, func() bool {
-		var dead bool
-		dead, status = p.dead()
-		return dead
-	}) {
-		t.Fatalf("%s did not exit within %s; the pane shows:\n%s", what, within, p.capture())
-	}
-	return status
 }
 
 // TestStatusWatchInTmux follows a run another process runs with `pneuma
@@ -91,7 +75,7 @@ func TestStatusWatchInTmux(t *testing.T) {
 	if out, err := exec.Command(quit.tmux, "-S", quit.sock, "send-keys", "C-c").CombinedOutput(); err != nil {
 		t.Fatalf("tmux send-keys C-c: %v: %s", err, out)
 	}
-	if status := paneExit(t, quit, "status --watch after Ctrl-C", 30*time.Second); status != "0" {
+	if status := quit.waitDead(30 * time.Second); status != "0" {
 		t.Errorf("status --watch after Ctrl-C exited %s, want 0", status)
 	}
 	stopped := quit.capture()
@@ -104,7 +88,7 @@ func TestStatusWatchInTmux(t *testing.T) {
 		t.Fatalf("the run ended when a watcher was stopped: %v\n%s", err, runOut.String())
 	default:
 	}
-	if dead, _ := watch.dead(); dead {
+	if exited, _ := procExit(watch.pid()); exited {
 		t.Fatalf("the other watcher ended with it:\n%s", watch.capture())
 	}
 
@@ -119,7 +103,7 @@ func TestStatusWatchInTmux(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("the run did not finish after its jobs were released:\n%s", runOut.String())
 	}
-	if status := paneExit(t, watch, "status --watch at the end of the run", 60*time.Second); status != "0" {
+	if status := watch.waitDead(60 * time.Second); status != "0" {
 		t.Errorf("status --watch exited %s at the end of the run, want 0", status)
 	}
 	end := watch.capture()
