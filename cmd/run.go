@@ -181,7 +181,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	// lives, so that it does not set the run's peak RSS (issue 27).
 	gc := debug.SetGCPercent(25)
 	plan, prior, err := planRun(ctx, io, o, git)
-	debug.SetGCPercent(gc)
+	debug.SetGCPercent(runGCPercent(gc, io.Getenv("GOGC")))
 	// The file is garbage now: collected here, and its pages given back,
 	// the run's heap goal starts from the plan alone (not twice the plan
 	// and the file: a 10,000-job run's heap grew to 42 MB before its next
@@ -261,6 +261,20 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		return &ExitError{Code: ExitEnvironment, Err: outErr}
 	}
 	return runExit(r)
+}
+
+// runGCPercent is the GC percent of a run once planned: 50 unless GOGC
+// says otherwise (gc, what the runtime had). The heap a run keeps (its
+// plan, about 1 KB a job, and its running jobs) is small and its garbage
+// plentiful (each job's CLI, git and events): at 100 the heap swung up to
+// twice the plan, which is what a 10,000-job run's peak RSS was made of.
+// Proportional, unlike a fixed memory limit, it cannot thrash; with the
+// CLIs' buffers pooled a run collects about as often as before at 100.
+func runGCPercent(gc int, gogc string) int {
+	if gogc != "" {
+		return gc
+	}
+	return 50
 }
 
 // warnUnsandboxed prints one warning per run when jobs run in

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -153,6 +154,7 @@ func loadServeOptions(v *viper.Viper, c *cobra.Command, io *IO) (*ServeOptions, 
 // runServe is `pneuma serve`: it serves until the first signal, then shuts
 // every session down within a bounded time; a second signal stops waiting.
 func runServe(ctx context.Context, io *IO, o *ServeOptions) error {
+	debug.SetGCPercent(runGCPercent(debug.SetGCPercent(-1), io.Getenv("GOGC"))) // as a run's, for the runs it serves
 	wd, err := os.Getwd()
 	if err != nil {
 		return &ExitError{Code: ExitEnvironment, Err: err}
