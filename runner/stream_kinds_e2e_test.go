@@ -3,6 +3,8 @@ package runner_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -195,4 +197,65 @@ func keys(m map[string]runner.Event) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestRealCLISessionWritesLost_2_1_332: the CLI's transcripts go to a full
+// disk (a 4 KiB tmpfs over its projects directory, in a mount namespace of
+// its own), so it cannot save the session and says so at exit
+// (session_writes_lost, ENOSPC). The job still succeeds, with a
+// session_writes_lost warning and event: its transcript is incomplete.
+func TestRealCLISessionWritesLost_2_1_332(t *testing.T) {
+	b := newBed(t)
+	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
+		t.Skip("the CLI reports lost writes from 2.1.332 on")
+	}
+	b.bin = fullDiskCLI(t, b.bin)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-FULL"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("answered on a full disk")
+	}
+	evs := &eventLog{}
+	rep := b.runWith(b.plan(repo, "version: 1\njobs:\n  - name: full\n    prompt: TOKEN-FULL hello\n"), runner.Options{Reporter: evs})
+	j := rep.Jobs[0]
+	if j.Status != report.StatusSucceeded {
+		t.Fatalf("job: %s/%s: %s", j.Status, j.Reason, j.Error)
+	}
+	if !strings.Contains(readStream(t, j), `"subtype":"session_writes_lost"`) {
+		t.Fatal("the CLI wrote no session_writes_lost line: its transcript did not meet a full disk")
+	}
+	warned := false
+	for _, w := range j.Warnings {
+		warned = warned || (w.Code == report.WarnSessionWritesLost && strings.Contains(w.Message, "ENOSPC"))
+	}
+	if !warned {
+		t.Errorf("warnings %+v, want session_writes_lost (ENOSPC)", j.Warnings)
+	}
+	if got := evs.of(runner.EventWritesLost); len(got) != 1 || got[0].Reason != "ENOSPC" || got[0].Job != "full" {
+		t.Errorf("session_writes_lost events %+v, want one for job full, ENOSPC", got)
+	}
+}
+
+// fullDiskCLI returns an executable that runs the CLI at bin in a mount
+// namespace of its own (unshare -rm) where a 4 KiB tmpfs covers its
+// projects directory: its transcript writes fail with ENOSPC. Where mount
+// namespaces are not allowed the test fails in CI and is skipped elsewhere.
+func fullDiskCLI(t *testing.T, bin string) string {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-rm", "true").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("a full disk needs a mount namespace (unshare -rm): %v %s", err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	wrapper := filepath.Join(t.TempDir(), "claude-on-a-full-disk")
+	script := `#!/bin/sh
+projects="${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects"
+mkdir -p "$projects" || exit 97
+exec unshare -rm sh -c 'mount -t tmpfs -o size=4k tmpfs "$0" && exec "$@"' "$projects" ` + "'" + strings.ReplaceAll(bin, "'", `'\''`) + "'" + ` "$@"
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper
 }
