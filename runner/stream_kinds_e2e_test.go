@@ -259,3 +259,33 @@ exec unshare -rm sh -c 'mount -t tmpfs -o size=4k tmpfs "$0" && exec "$@"' "$pro
 	}
 	return wrapper
 }
+
+// TestRealCLIRefusalWithoutFallback_2_1_332: offline the CLI arms no
+// refusal fallback (docs/claude-stream.md): a model that refuses twice
+// makes it write model_refusal_no_fallback, which stream.jsonl keeps;
+// the job is not a success, and its report names no fallback and the
+// model that refused as the one that served.
+func TestRealCLIRefusalWithoutFallback_2_1_332(t *testing.T) {
+	b := newBed(t)
+	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
+		t.Skip("the CLI reports refusals as model_refusal_* lines from 2.1.332 on")
+	}
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-REFUSE"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("I can't help with that.").WithStopReason("refusal")
+	}
+	rep := b.run(b.plan(repo, "version: 1\njobs:\n  - name: refused\n    prompt: TOKEN-REFUSE do it\n"))
+	j := rep.Jobs[0]
+	if j.Status == report.StatusSucceeded {
+		t.Errorf("a refused job succeeded: %+v", j)
+	}
+	if j.RefusalFallback != nil {
+		t.Errorf("refusal_fallback %+v, want none", j.RefusalFallback)
+	}
+	if !strings.Contains(readStream(t, j), `"subtype":"model_refusal_no_fallback"`) {
+		t.Error("stream.jsonl has no model_refusal_no_fallback line")
+	}
+	if j.Model != "claude-opus-5-5" {
+		t.Errorf("model %q, want the one that refused (claude-opus-5-5)", j.Model)
+	}
+}
