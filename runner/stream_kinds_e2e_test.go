@@ -64,7 +64,7 @@ func TestRealCLIAPIRetriesCounted(t *testing.T) {
 func TestRealCLIBackgroundTaskLeftRunning_2_1_332(t *testing.T) {
 	b := newBed(t)
 	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
-		t.Skip("the CLI writes background task lines from 2.1.332 on")
+		t.Skip("the CLI writes background_tasks_changed for a background shell from 2.1.332 on (2.1.197 writes none)")
 	}
 	repo := claudetest.GitRepo(t)
 	b.jobs["TOKEN-BG"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
@@ -108,12 +108,16 @@ func TestRealCLIBackgroundTaskLeftRunning_2_1_332(t *testing.T) {
 	}
 }
 
-// TestRealCLICompactBoundary: the job's second prompt is /compact; the CLI
-// summarises the conversation (an API call the fake answers) and writes a
-// compact_boundary line, which the report counts and a compact_boundary
-// event carries (trigger manual).
-func TestRealCLICompactBoundary(t *testing.T) {
+// TestRealCLICompactBoundary_2_1_332: the job's second prompt is /compact;
+// the CLI summarises the conversation (an API call the fake answers) and
+// writes a compact_boundary line, which the report counts and a
+// compact_boundary event carries (trigger manual). 2.1.197 writes no
+// compact_boundary for a /compact that comes on stream-json input.
+func TestRealCLICompactBoundary_2_1_332(t *testing.T) {
 	b := newBed(t)
+	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
+		t.Skip("a /compact prompt on stream-json input writes compact_boundary from 2.1.332 on (2.1.197 writes none)")
+	}
 	repo := claudetest.GitRepo(t)
 	b.jobs["TOKEN-COMPACT"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
 		return fakeapi.Text("a summary of what happened").WithUsage(fakeapi.Usage{Input: 5000, Output: 50})
@@ -207,7 +211,7 @@ func keys(m map[string]runner.Event) []string {
 func TestRealCLISessionWritesLost_2_1_332(t *testing.T) {
 	b := newBed(t)
 	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
-		t.Skip("the CLI reports lost writes from 2.1.332 on")
+		t.Skip("the CLI reports lost transcript writes from 2.1.332 on (2.1.197 writes no session_writes_lost on a full disk)")
 	}
 	b.bin = fullDiskCLI(t, b.bin)
 	repo := claudetest.GitRepo(t)
@@ -268,7 +272,7 @@ exec unshare -rm sh -c 'mount -t tmpfs -o size=4k tmpfs "$0" && exec "$@"' "$pro
 func TestRealCLIRefusalWithoutFallback_2_1_332(t *testing.T) {
 	b := newBed(t)
 	if !claudetest.AtLeast(t, b.bin, "2.1.332") {
-		t.Skip("the CLI reports refusals as model_refusal_* lines from 2.1.332 on")
+		t.Skip("written for 2.1.332, whose default model is claude-opus-5-5")
 	}
 	repo := claudetest.GitRepo(t)
 	b.jobs["TOKEN-REFUSE"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
