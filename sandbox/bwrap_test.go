@@ -94,6 +94,18 @@ func TestGitBinds(t *testing.T) {
 	if strings.Contains(got, "r1/mine "+gd+"/refs/heads/pneuma/r1/mine") {
 		t.Errorf("the job's own ref is bound read-only:\n%s", got)
 	}
+	// Inside the repository bound read-only, config and hooks need no
+	// mount of their own; inside the writable dir they do.
+	inRepo := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo}}).gitArgs(wt), " ")
+	if strings.Contains(inRepo, "--ro-bind "+gd+"/config") || !strings.Contains(inRepo, "--bind "+gd+"/objects") {
+		t.Errorf("gitBinds with the repository read-only:\n%s", inRepo)
+	}
+	if !inSystemDir("/usr/bin/git") || inSystemDir(repo) || inSystemDir("/usr/../tmp") {
+		t.Error("inSystemDir")
+	}
+	if !within(gd, repo) || within(repo+"x", repo) || within(filepath.Dir(repo), repo) {
+		t.Error("within")
+	}
 	if strings.Contains(got, "/refs/heads/pneuma/r1/other") {
 		t.Errorf("another job's ref is bound on its own (a mount per ref: bubblewrap slows with the run):\n%s", got)
 	}
