@@ -113,7 +113,8 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 ## bench: benchmarks with figures (pneuma run vs a shell baseline, starts at scale vs xargs,
-## history vs cat and ccusage, the server's fan-out, replay and memory, runs of 1,000 to 10,000 jobs)
+## history vs cat and ccusage, the server's fan-out, replay and memory, runs of 1,000 to 10,000 jobs,
+## the live view's CPU per job on a pseudo-terminal: cpu-ms/job, budget 0.2)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
 	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 ./scripts/bench-starts.sh
@@ -122,6 +123,7 @@ bench: build claude bench-deps
 	./scripts/bench-scale.sh
 	$(GO) test -run '^$$' -bench 'Decode10k' -benchtime 3x ./jobfile
 	$(GO) test -run '^$$' -bench 'BuildPlan10k|ResumeReplay10k' -benchtime 3x ./runner
+	$(GO) test -run '^$$' -bench 'LiveViewRun$$' -benchtime 3x ./cmd
 
 ## demo: run jobs.example.yaml offline through the newest pinned CLI against the fake API
 demo: build claude-next

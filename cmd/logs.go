@@ -106,6 +106,9 @@ func runLogs(ctx context.Context, io *IO, o *LogsOptions) error {
 			return &ExitError{Code: ExitUsage, Err: fmt.Errorf("run %s has no job %q", filepath.Base(string(dir)), o.Job)}
 		}
 	}
+	if o.Follow {
+		setStopNotice(ctx, "stopped following; the run goes on", "stopped following; the run goes on")
+	}
 	color := io.IsTTY && io.Getenv("NO_COLOR") == ""
 	logs := map[string]*jobLog{}
 	for {

@@ -33,7 +33,8 @@ func (n *stopNotice) get() (first, second string) {
 	return n.first, n.second
 }
 
-// setStopNotice words what the signals print for the running command.
+// setStopNotice words what the signals print for the running command
+// ("": nothing, the command says it).
 func setStopNotice(ctx context.Context, first, second string) {
 	if n, ok := ctx.Value(noticeKey{}).(*stopNotice); ok {
 		n.mu.Lock()
@@ -63,11 +64,11 @@ func signalContext(parent context.Context, errOut io.Writer) (context.Context, f
 				n++
 				first, second := notice.get()
 				if n == 1 {
-					fmt.Fprintf(errOut, "\npneuma: %v: %s\n", s, first)
+					say(errOut, s, first)
 					cancel()
 					continue
 				}
-				fmt.Fprintf(errOut, "\npneuma: %v: %s\n", s, second)
+				say(errOut, s, second)
 				close(kill)
 				return
 			}
@@ -77,6 +78,14 @@ func signalContext(parent context.Context, errOut io.Writer) (context.Context, f
 		signal.Stop(sigs)
 		close(done)
 		cancel()
+	}
+}
+
+// say prints a signal's notice; an empty one is the command's to tell
+// (pneuma status --watch words its stop once its view is erased).
+func say(errOut io.Writer, s os.Signal, notice string) {
+	if notice != "" {
+		fmt.Fprintf(errOut, "\npneuma: %v: %s\n", s, notice)
 	}
 }
 

@@ -27,7 +27,8 @@ const statusLong = `Show a run as pneuma run's live view shows it: the finished 
 running job is doing, and the totals. The run may be finished or still running in
 another process (another terminal, CI, nohup, pneuma serve): status only reads its
 run directory (events.jsonl; the journal of runs from earlier releases) and never
-touches the run. Ctrl-C leaves the run alone.
+touches the run. --watch follows the run until it ends, then leaves every job's
+final line and the run's totals. Ctrl-C stops watching and leaves the run alone.
 
 RUN is a run id, found in the current repository's .pneuma/runs or a server's
 state directory (--state-dir, default .pneuma/serve), or a run directory's path.
@@ -73,7 +74,10 @@ func runStatus(ctx context.Context, io *IO, o *StatusOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	case o.Watch && io.IsTTY:
+		setStopNotice(ctx, "", "") // watchStatus says it once its view is erased
 		return watchStatus(ctx, io, dir, st, src)
+	case o.Watch:
+		setStopNotice(ctx, "stopped watching; the run goes on", "stopped watching; the run goes on")
 	}
 	printStatus(io, dir, st)
 	if !o.Watch {
@@ -154,11 +158,27 @@ func followStatusLines(ctx context.Context, io *IO, dir runner.RunDir, st *live.
 const statusPoll = 200 * time.Millisecond
 
 // watchStatus draws the live view of a run another process runs, until it
-// ends or Ctrl-C.
+// ends or Ctrl-C. The finished jobs' lines stay; at the end the footer
+// follows them, the run's final totals, or after Ctrl-C a line saying the
+// run goes on.
 func watchStatus(ctx context.Context, io *IO, dir runner.RunDir, st *live.State, src *live.Source) error {
 	fmt.Fprintf(io.ErrOut, "run %s · %s\n", runIDOf(dir, st), dir)
 	v := newLiveViewOf(io.ErrOut, io.TermSize, io.Getenv("NO_COLOR") == "", st, liveRedraws)
-	defer v.Close()
+	err := followView(ctx, v, src)
+	v.Close()
+	if ctx.Err() != nil {
+		fmt.Fprintf(io.ErrOut, "pneuma: stopped watching; run %s goes on\n", runIDOf(dir, st))
+		return nil
+	}
+	cols, _ := termSizeOf(io)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintln(io.ErrOut, st.Footer(time.Now(), live.Style{Width: cols}))
+	return err
+}
+
+// followView feeds v what src has new until the run ends or ctx does.
+func followView(ctx context.Context, v *liveView, src *live.Source) error {
 	for !v.ended() && src != nil {
 		select {
 		case <-ctx.Done():

@@ -36,8 +36,8 @@ const (
 )
 
 // Fine event types: the inside of a job, sent only to Options.Observer
-// (telemetry, and `pneuma run`'s events.jsonl and live view), never to
-// Reporter, so that --json and the server's event logs keep their shape.
+// (telemetry, the run's events.jsonl under `pneuma run` and `pneuma serve`,
+// and the live view), never to Reporter, so that --json keeps its shape.
 const (
 	// EventAttemptStarted: an attempt's CLI starts (WaitMS: its wait for a
 	// start slot). EventAttemptFinished ends it (Status, Reason, Error,
@@ -60,6 +60,18 @@ const (
 	// EventStopping: pneuma began the stop ladder of a job's CLI (Reason).
 	EventStopping = "stopping"
 )
+
+// IsFine says whether typ is a fine event type: one an Observer gets and a
+// Reporter does not (an Observer that records only what the Reporter
+// leaves out, as a served run's event log does, tells them apart by it).
+func IsFine(typ string) bool {
+	switch typ {
+	case EventAttemptStarted, EventAttemptFinished, EventTurnStarted, EventTurnFinished,
+		EventToolCall, EventToolStarted, EventWriting, EventStopping:
+		return true
+	}
+	return false
+}
 
 // ToolCall is one tool call of a tool_call event. Input is a short summary
 // of its input with secrets redacted.

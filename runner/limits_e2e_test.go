@@ -63,14 +63,18 @@ var subscription = []claudetest.EnvOption{claudetest.WithVar("ANTHROPIC_API_KEY"
 func TestUsageLimitWaitsThenHeldJobsContinue(t *testing.T) {
 	b := newBed(t, subscription...)
 	repo := claudetest.GitRepo(t)
-	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	// The reset is a few seconds after the limit is answered, not after the
+	// test starts: on a loaded machine the CLI may take longer than that to
+	// ask, and a reset already past is no limit to the CLI.
 	var mu sync.Mutex
+	var reset time.Time
 	limited, secondStart := false, time.Time{}
 	b.jobs["TOKEN-FIRST"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
 		mu.Lock()
 		defer mu.Unlock()
 		if !limited {
 			limited = true
+			reset = time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
 			return fakeapi.UsageLimit(reset)
 		}
 		return fakeapi.Text("first done").WithRateLimit(fakeapi.RateLimit{Status: "allowed", Utilization: 0.2, Reset: reset.Add(5 * time.Hour)})
@@ -94,6 +98,8 @@ jobs:
 `)
 	evs := &eventLog{}
 	rep := b.runWith(p, runner.Options{Reporter: evs})
+	mu.Lock()
+	defer mu.Unlock()
 	first, second := jobByName(t, rep, "first"), jobByName(t, rep, "second")
 	if first.Status != report.StatusSucceeded || len(first.Attempts) != 2 || first.Attempts[0].Reason != report.ReasonUsageLimit {
 		t.Fatalf("first: %s/%s %s, attempts %+v", first.Status, first.Reason, first.Error, first.Attempts)

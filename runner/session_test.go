@@ -422,8 +422,11 @@ func mustSpec(t *testing.T, body string) *jobfile.Session {
 // it holds the other jobs of a run.
 func TestSessionsShareAUsageLimitHold(t *testing.T) {
 	repo := claudetest.GitRepo(t)
-	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	// The reset is a few seconds after the limit is answered, not after the
+	// test starts: on a loaded machine the CLI may take longer than that to
+	// ask, and a reset already past is no limit to the CLI.
 	var mu sync.Mutex
+	var reset time.Time
 	limited, otherAt := false, time.Time{}
 	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
 		mu.Lock()
@@ -436,6 +439,7 @@ func TestSessionsShareAUsageLimitHold(t *testing.T) {
 		}
 		if !limited {
 			limited = true
+			reset = time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
 			return fakeapi.UsageLimit(reset)
 		}
 		return fakeapi.Text("held one done")

@@ -61,6 +61,29 @@ jobs:
 	if evs[0]["type"] != "run_started" || countType(evs, "job_finished") != 3 {
 		t.Fatalf("run events:\n%s", dump(evs))
 	}
+	// The fine events pneuma status reads come to a client like the rest
+	// (docs/serve.md), and a long poll of the log replays what the
+	// WebSocket sent, in the same order.
+	if countType(evs, "tool_started") != 2 || countType(evs, "tool_call") != 2 || countType(evs, "turn_finished") != 3 {
+		t.Errorf("the run's fine events are not all in its log:\n%s", dump(evs))
+	}
+	var polled []map[string]any
+	for after := int64(0); ; {
+		page := s.poll(fmt.Sprintf("/api/runs/%s/events?after=%d", created.ID, after))
+		polled = append(polled, page.Events...)
+		if after = page.NextAfter; after >= page.LastSeq {
+			break
+		}
+	}
+	if len(polled) != len(evs) {
+		t.Errorf("a long poll replays %d events, the WebSocket sent %d", len(polled), len(evs))
+	}
+	for i := range min(len(polled), len(evs)) {
+		if polled[i]["type"] != evs[i]["type"] || seqOf(polled[i]) != seqOf(evs[i]) {
+			t.Errorf("event %d: long poll %v %v, WebSocket %v %v", i, seqOf(polled[i]), polled[i]["type"], seqOf(evs[i]), evs[i]["type"])
+			break
+		}
+	}
 	served := readReport(t, filepath.Join(s.stateDir(), "runs", created.ID, "report.json"))
 
 	out := t.TempDir()

@@ -63,8 +63,8 @@ func (s *Server) runNotifier(p *runner.Plan) (*notify.Notifier, func(), error) {
 
 // withRunNotifier runs exec with the server's run options and, when the
 // plan has notify: targets, a notifier of its own told of the run too.
-func (s *Server) withRunNotifier(p *runner.Plan, rep runner.Reporter, exec func(runner.Options) (*report.Report, error)) (*report.Report, error) {
-	o := s.runOptions(rep)
+func (s *Server) withRunNotifier(p *runner.Plan, ru *run, exec func(runner.Options) (*report.Report, error)) (*report.Report, error) {
+	o := s.runOptions(ru)
 	n, stop, err := s.runNotifier(p)
 	if err != nil {
 		return nil, err

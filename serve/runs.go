@@ -103,15 +103,10 @@ func (ru *run) Event(ev runner.Event) {
 	if ev.Report != nil { // the log keeps the report's head: its jobs are paged
 		ev.Report = reportHead(ev.Report)
 	}
-	data, err := json.Marshal(ev)
-	if err == nil {
-		_, err = ru.log.Append(ev.Type, data)
-	}
+	err := ru.record(ev)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	if err != nil && ru.err == "" {
-		ru.err = fmt.Sprintf("event log: %v", err)
-	}
+	ru.noteErr(err)
 	ru.spent = ev.SpentUSD
 	switch ev.Type {
 	case runner.EventRunStarted:
@@ -120,6 +115,50 @@ func (ru *run) Event(ev runner.Event) {
 		ru.tally.started(ev.Job)
 	case runner.EventJobFinished:
 		ru.tally.finished(ev.Job, ev.Result)
+	}
+}
+
+// record appends one event to the run's log.
+func (ru *run) record(ev runner.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Type, err)
+	}
+	_, err = ru.log.Append(ev.Type, data)
+	return err
+}
+
+// noteErr keeps the first failure to record an event; the caller holds mu.
+func (ru *run) noteErr(err error) {
+	if err != nil && ru.err == "" {
+		ru.err = fmt.Sprintf("event log: %v", err)
+	}
+}
+
+// fineRecorder is the Observer of a served run. It appends the fine events
+// (attempts, turns, tool calls, writing, stops: runner.IsFine) to the
+// run's log, beside the coarse ones the run records as its Reporter, so
+// that `pneuma status` and `pneuma logs` read a served run as they read
+// `pneuma run`'s; every event then goes on to next (telemetry, or nil).
+// Clients of the log (WebSocket, long poll) get them like any event: each
+// is small (tool input and errors are cut to a few hundred bytes) and
+// encoded once for all of them.
+type fineRecorder struct {
+	ru   *run
+	next runner.Reporter
+}
+
+// Event is runner.Reporter.
+func (f fineRecorder) Event(ev runner.Event) {
+	if runner.IsFine(ev.Type) {
+		if err := f.ru.record(ev); err != nil {
+			f.ru.mu.Lock()
+			f.ru.noteErr(err)
+			f.ru.mu.Unlock()
+		}
+	}
+	if f.next != nil {
+		f.next.Event(ev)
 	}
 }
 
@@ -314,14 +353,15 @@ func readProblem(name string, err error) string {
 
 // execRun is the one call of runner's run entry point, with the settings
 // `pneuma run` uses by default.
-func (s *Server) execRun(ctx context.Context, p *runner.Plan, rep runner.Reporter) (*report.Report, error) {
-	return s.withRunNotifier(p, rep, func(o runner.Options) (*report.Report, error) { return runner.Run(ctx, p, o) })
+func (s *Server) execRun(ctx context.Context, p *runner.Plan, ru *run) (*report.Report, error) {
+	return s.withRunNotifier(p, ru, func(o runner.Options) (*report.Report, error) { return runner.Run(ctx, p, o) })
 }
 
-// runOptions are the options of every run the server starts or resumes.
-func (s *Server) runOptions(rep runner.Reporter) runner.Options {
+// runOptions are the options of every run the server starts or resumes:
+// ru records the coarse events as Reporter and the fine ones as Observer.
+func (s *Server) runOptions(ru *run) runner.Options {
 	o := runner.Options{
-		Reporter: rep,
+		Reporter: ru,
 		Kill:     s.cfg.Kill,
 		Environ:  s.cfg.Environ,
 		Pool:     -1,
@@ -330,6 +370,7 @@ func (s *Server) runOptions(rep runner.Reporter) runner.Options {
 	if s.cfg.Telemetry != nil {
 		s.cfg.Telemetry(&o)
 	}
+	o.Observer = fineRecorder{ru: ru, next: o.Observer}
 	if s.cfg.Notifier.Enabled() {
 		o.Reporter = s.cfg.Notifier.Reporter(o.Reporter, s.consoleURL("runs"))
 	}
