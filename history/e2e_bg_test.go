@@ -1,11 +1,13 @@
 package history_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,4 +128,37 @@ func stopDaemon(t *testing.T, b *bed) {
 			t.Errorf("the daemon (pid %d) outlived `claude daemon stop`", st.SupervisorPid)
 		}
 	}
+	// The daemon keeps spare pty hosts for the next session; they end a
+	// few seconds after the daemon, and one it spawned while stopping can
+	// outlive it (seen on 2.1.332). They are this test's: their HOME is its
+	// scratch HOME.
+	for _, pid := range processesWithHome(b.env.Home) {
+		if poll.Gone(t, pid, 10*time.Second) {
+			continue
+		}
+		t.Logf("killing pid %d, left behind by the daemon", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !poll.Gone(t, pid, 10*time.Second) {
+			t.Errorf("pid %d, left behind by the daemon, survives SIGKILL", pid)
+		}
+	}
+}
+
+// processesWithHome returns the live processes whose environment has
+// HOME=home (/proc; a process that cannot be read is not one).
+func processesWithHome(home string) []int {
+	dirs, _ := os.ReadDir("/proc")
+	want := []byte("\x00HOME=" + home + "\x00")
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), want) && poll.Running(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
