@@ -109,13 +109,15 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 	// A switch right after a session's first message waits for the CLI
 	// that message starts and answers with what that CLI says, never
 	// "pending". CLI 2.1.332 confirms a new model with the API, and a
-	// confirmation asked during its first turn does not finish in time: its
-	// check_unreachable error (504) is its answer then.
+	// confirmation asked in its first seconds does not finish in time: its
+	// check_unreachable error (504) is its answer then, or, on a loaded
+	// machine, no answer within the server's 30 s (504 too).
 	o2 := s.create(jsonString(map[string]any{"repo": repo, "name": "starting"}))
 	s.must(202, "POST", "/api/sessions/"+o2.ID+"/messages", `{"content":"turn four"}`, nil)
 	switch code, body := s.do("POST", "/api/sessions/"+o2.ID+"/model", `{"model":"claude-haiku-4-5"}`); {
 	case code == 200 && json.Unmarshal(body, &ack) == nil && !ack.Pending && strings.Contains(string(ack.Response), "claude-haiku-4-5"):
 	case code == 504 && strings.Contains(string(body), `claude refused set_model \"claude-haiku-4-5\" (check_unreachable)`):
+	case code == 504 && strings.Contains(string(body), `set_model \"claude-haiku-4-5\": the CLI did not acknowledge the switch in time`):
 	default:
 		t.Errorf("set_model while the CLI starts: %d %s, want the CLI's answer", code, body)
 	}
