@@ -486,17 +486,20 @@ jobs:
 }
 
 // TestConsoleSwitch switches a live session's model and permission mode
-// from its page: the status shows the answer, the session records the
-// switch, and a mode the server's policy refuses shows the server's error.
+// from its page once its CLI runs: the status shows the CLI's
+// acknowledgement (the mode it names), the session records the switch, and
+// a mode the server's policy refuses shows the server's error.
 func TestConsoleSwitch(t *testing.T) {
 	srv := startReal(t)
 	b := browser.New(t)
 	p := loggedIn(t, b, srv, desktop, "")
 	id := newSession(p, srv)
+	say(p, "hello")
+	p.wait(`document.querySelector('#session-status .badge')?.dataset.status === 'idle' && document.querySelector('#session-turns').textContent !== '0'`, "the first turn's end")
 	p.do(chromedp.SendKeys(chromedp.CSS("#switch-model"), "claude-haiku-4-5"), chromedp.Click(chromedp.CSS("#switch-model-go")))
-	p.wait(`/^Model claude-haiku-4-5: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the model switch's answer")
+	p.wait(`/^Model claude-haiku-4-5: acknowledged/.test(document.querySelector('#switch-status').textContent)`, "the CLI's acknowledgement of the model")
 	p.do(chromedp.SetValue(chromedp.CSS("#switch-mode"), "plan"), chromedp.Click(chromedp.CSS("#switch-mode-go")))
-	p.wait(`/^Mode plan: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the mode switch's answer")
+	p.wait(`/^Mode plan: acknowledged .*"mode":"plan"/.test(document.querySelector('#switch-status').textContent)`, "the CLI's acknowledgement of the mode")
 	var model, mode bool
 	for _, ev := range srv.events("/api/sessions/" + id) {
 		model = model || ev["type"] == "model_changed" && ev["model"] == "claude-haiku-4-5"
