@@ -10,6 +10,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ownRef carries a job's branch between the shared repository and the
@@ -96,13 +101,15 @@ func (o *ownRef) sync() error {
 	return err
 }
 
-// outside is the ref's value in the repository ("" unborn). A loose ref
-// is read as its file (only pneuma's git writes there: the directory is
-// read-only inside), which spares a git process on every launch and every
-// sync; a packed, symbolic or reftable ref is asked of git.
+// outside is the ref's value in the repository ("" unborn). go-git reads
+// it from git's own ref storage (a loose ref file or packed-refs; only
+// pneuma's git writes there: the directory is read-only inside), which
+// spares a git process on every launch and every sync; what go-git cannot
+// read (a symbolic or reftable ref) is asked of git.
 func (o *ownRef) outside() string {
-	if v, ok := readRef(filepath.Join(o.common, filepath.FromSlash(o.ref))); ok && objectID(v) {
-		return v
+	st := filesystem.NewStorage(osfs.New(o.common), cache.NewObjectLRU(0))
+	if r, err := st.Reference(plumbing.ReferenceName(o.ref)); err == nil && r.Type() == plumbing.HashReference {
+		return r.Hash().String()
 	}
 	real, _ := o.git("rev-parse", "--verify", "-q", o.ref) // unborn: none inside either
 	return real
