@@ -131,7 +131,28 @@ def main():
             print("  %-5s %s" % ("PASS" if ok else "FAIL", label))
             if i == 0 and not ok:
                 status = 1
+    sandbox_added(root, variants)
     sys.exit(status)
+
+
+def sandbox_added(root, variants):
+    """Prints what --sandbox adds to a real-CLI job: each sandboxed variant
+    (NAME-sandbox-stagger-S) against its twin (NAME-stagger-S)."""
+    for v in variants:
+        if "-sandbox-stagger-" not in v:
+            continue
+        twin = v.replace("-sandbox-stagger-", "-stagger-")
+        if twin not in variants:
+            continue
+        a, b = pneuma(os.path.join(root, v)), pneuma(os.path.join(root, twin))
+        rep_a = json.load(open(os.path.join(root, v, "report.json")))
+        rep_b = json.load(open(os.path.join(root, twin, "report.json")))
+        dur_a = [j["duration_ms"] for j in rep_a["jobs"]]
+        dur_b = [j["duration_ms"] for j in rep_b["jobs"]]
+        print("%s against %s: the sandbox adds %+.0f ms to the median job (%.0f ms against %.0f ms), "
+              "%+.0f ms to the median CLI process (start to exit), %+.0f ms to the makespan"
+              % (v, twin, statistics.median(dur_a) - statistics.median(dur_b), statistics.median(dur_a), statistics.median(dur_b),
+                 statistics.median(a[2]) - statistics.median(b[2]), a[0] - b[0]))
 
 
 if __name__ == "__main__":

@@ -260,8 +260,11 @@ type ControlReply struct {
 	RequestID string
 	// Subtype is "success" or "error".
 	Subtype string
-	// Error is the message of an error reply.
-	Error string
+	// Error is the message of an error reply, ErrorCode its code when the
+	// CLI gives one (2.1.332: not_found and check_unreachable for set_model,
+	// invalid_mode and bypass_not_launched for set_permission_mode).
+	Error     string
+	ErrorCode string
 	// Response is the success payload; absent for some requests (interrupt).
 	Response json.RawMessage
 }
@@ -450,11 +453,12 @@ func decodeControlReply(line []byte) (*ControlReply, error) {
 			Subtype   string          `json:"subtype"`
 			RequestID string          `json:"request_id"`
 			Error     json.RawMessage `json:"error"`
+			ErrorCode string          `json:"error_code"`
 			Response  json.RawMessage `json:"response"`
 		} `json:"response"`
 	}
 	err := json.Unmarshal(line, &v)
-	r := &ControlReply{RequestID: v.Response.RequestID, Subtype: v.Response.Subtype, Response: v.Response.Response}
+	r := &ControlReply{RequestID: v.Response.RequestID, Subtype: v.Response.Subtype, ErrorCode: v.Response.ErrorCode, Response: v.Response.Response}
 	if len(v.Response.Error) > 0 {
 		// The error is a string in every observed reply; keep anything else
 		// readable rather than dropping it.

@@ -1,6 +1,9 @@
 package claude
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // The message kinds of the CLI's stream-json output, as the Agent SDK's
 // message union (SDKMessage in @anthropic-ai/claude-agent-sdk's sdk.d.ts,
@@ -169,14 +172,25 @@ type BackgroundTasks struct {
 }
 
 // Hook is one of the hook lines (hook_started, hook_progress,
-// hook_response) the CLI writes with --include-hook-events. Outcome and
-// ExitCode belong to hook_response.
+// hook_response) the CLI writes with --include-hook-events. Phase is the
+// line's subtype without "hook_" (started, progress, response); Outcome
+// (HookSuccess, "error", "cancelled") and ExitCode belong to hook_response.
+// The hook's output is not kept here: it stays in the stream only.
 type Hook struct {
 	HookID    string `json:"hook_id"`
 	HookName  string `json:"hook_name"`
 	HookEvent string `json:"hook_event"`
+	Phase     string `json:"phase"`
 	Outcome   string `json:"outcome,omitempty"`
 	ExitCode  *int   `json:"exit_code,omitempty"`
+}
+
+// HookSuccess is the outcome of a hook that succeeded.
+const HookSuccess = "success"
+
+// Failed reports whether a hook_response says the hook did not succeed.
+func (h *Hook) Failed() bool {
+	return h.Phase == "response" && h.Outcome != "" && h.Outcome != HookSuccess
 }
 
 // decodeSystem decodes the typed payload of the system subtypes pneuma
@@ -210,7 +224,9 @@ func decodeSystem(ev *Event, line []byte) error {
 		dst = ev.Background
 	case SubtypeHookStarted, SubtypeHookProgress, SubtypeHookResponse:
 		ev.Hook = new(Hook)
-		dst = ev.Hook
+		err := json.Unmarshal(line, ev.Hook)
+		ev.Hook.Phase = strings.TrimPrefix(ev.Subtype, "hook_")
+		return err
 	default:
 		return nil
 	}

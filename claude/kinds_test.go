@@ -80,7 +80,7 @@ func TestKindPayloads(t *testing.T) {
 		{"system/background_tasks_changed", func(ev Event) any { return ev.Background },
 			&BackgroundTasks{Tasks: []BackgroundTask{{TaskID: "b1", TaskType: "local_bash", Description: "run the server"}}}},
 		{"system/hook_response", func(ev Event) any { return ev.Hook },
-			&Hook{HookID: "h1", HookName: "PreToolUse:Bash", HookEvent: "PreToolUse", Outcome: "success", ExitCode: intp(0)}},
+			&Hook{HookID: "h1", HookName: "PreToolUse:Bash", HookEvent: "PreToolUse", Phase: "response", Outcome: "success", ExitCode: intp(0)}},
 		{"system/api_retry", func(ev Event) any { return ev.Retry },
 			&APIRetry{Attempt: 2, MaxRetries: 10, RetryDelayMS: 1200, ErrorStatus: intp(529), Error: "overloaded"}},
 	}
@@ -95,6 +95,12 @@ func TestKindPayloads(t *testing.T) {
 	}
 	if !byKind["system/task_updated"].Task.Ended() || byKind["system/task_started"].Task.Ended() {
 		t.Error("Task.Ended: a killed task is over, a started one is not")
+	}
+	if h := byKind["system/hook_started"].Hook; h == nil || h.Phase != "started" || h.Failed() || byKind["system/hook_response"].Hook.Failed() {
+		t.Errorf("hook_started %+v: want phase started, and neither it nor a successful response failed", h)
+	}
+	if h := Decode([]byte(`{"type":"system","subtype":"hook_response","hook_id":"h2","hook_name":"PostToolUse:Bash","hook_event":"PostToolUse","exit_code":1,"outcome":"error"}`)).Hook; h == nil || !h.Failed() {
+		t.Errorf("a hook_response with outcome error: %+v, want Failed", h)
 	}
 	// A kind pneuma does not act on has no typed payload.
 	if ev := byKind["system/thinking_tokens"]; ev.Hook != nil || ev.Task != nil || ev.Compact != nil {

@@ -145,6 +145,10 @@ func (r *lineReporter) Event(e runner.Event) {
 		}
 	case runner.EventCompactBoundary, runner.EventModelFallback, runner.EventWritesLost:
 		r.echo(fmt.Sprintf("%s note   %s: %s\n", ts, e.Job, text.Shorten(e.Message, 400)))
+	case runner.EventHook:
+		if e.Hook != nil && e.Hook.Failed() { // include_hook_events: a failed hook is news, the others are counted
+			r.echo(fmt.Sprintf("%s note   %s: %s\n", ts, e.Job, text.Shorten(printable(e.Message), 400)))
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/live"
 	"github.com/pneuma-cli/pneuma/report"
@@ -107,5 +108,23 @@ func TestLineReporterTasksLeftRunning(t *testing.T) {
 	}
 	if !strings.Contains(got, "note   x: the conversation was compacted") {
 		t.Errorf("no compaction line: %q", got)
+	}
+}
+
+// TestLineReporterFailedHook: pneuma run prints a hook that failed
+// (include_hook_events), not the ones that started or succeeded.
+func TestLineReporterFailedHook(t *testing.T) {
+	var out bytes.Buffer
+	r := &lineReporter{w: &out}
+	exit := 1
+	r.Event(runner.Event{Type: runner.EventHook, Time: time.Now(), Job: "x", Message: "hook PreToolUse:Bash started",
+		Hook: &claude.Hook{HookName: "PreToolUse:Bash", Phase: "started"}})
+	r.Event(runner.Event{Type: runner.EventHook, Time: time.Now(), Job: "x", Message: "hook PreToolUse:Bash: success (exit 0)",
+		Hook: &claude.Hook{HookName: "PreToolUse:Bash", Phase: "response", Outcome: claude.HookSuccess}})
+	r.Event(runner.Event{Type: runner.EventHook, Time: time.Now(), Job: "x", Message: "hook PostToolUse:Bash: error (exit 1)",
+		Hook: &claude.Hook{HookName: "PostToolUse:Bash", Phase: "response", Outcome: "error", ExitCode: &exit}})
+	got := out.String()
+	if !strings.Contains(got, "note   x: hook PostToolUse:Bash: error (exit 1)") || strings.Count(got, "\n") != 1 {
+		t.Errorf("want the failed hook's line only, got %q", got)
 	}
 }

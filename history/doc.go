@@ -5,7 +5,8 @@
 // named pipes, directories and symlink loops named like transcripts skipped
 // with a warning), threads entries and the subagents of every CLI generation
 // (inline sidechains of 1.0.x, top-level agent files of 2.0.x, subagents/
-// directories since), deduplicates usage by (message id, request id) at a
+// directories since, and the workflow runs of 2.1.332 under
+// subagents/workflows/<run>/, nested after their Workflow call), deduplicates usage by (message id, request id) at a
 // response's final line and across files, prices it with an embedded table,
 // exports sessions (Markdown, JSON, HTML, text; terminal escapes removed,
 // secrets redacted) and archives them.

@@ -145,6 +145,49 @@ var scenarios = []scenario{
 		golden: true,
 	},
 	{
+		// CLI 2.1.332's Workflow tool runs a script whose agent() calls are
+		// subagents: their transcripts are under
+		// <sid>/subagents/workflows/<runId>/ and fold into the session.
+		name: "workflow",
+		handler: func(string) fakeapi.Handler {
+			return func(r *fakeapi.Request) fakeapi.Response {
+				switch {
+				case r.IsSubagent():
+					return fakeapi.Text("workflow agent report").WithUsage(fakeapi.Usage{Input: 400, Output: 30})
+				case !r.HasTool("Workflow"):
+					return fakeapi.Text("this CLI has no Workflow tool")
+				case r.IsPrompt():
+					return fakeapi.ToolUse(fakeapi.Tool("Workflow", map[string]any{"script": workflowScript})).WithUsage(fakeapi.Usage{Input: 300, Output: 40})
+				}
+				return fakeapi.Text("The workflow ran.").WithUsage(fakeapi.Usage{Input: 150, Output: 15})
+			}
+		},
+		play: func(t *testing.T, b *bed) map[string]float64 {
+			if !claudetest.AtLeast(t, b.bin, "2.1.332") {
+				t.Skip("CLI " + claudetest.PinnedVersion(t, b.bin) + " has no Workflow tool")
+			}
+			res := b.run("Run a workflow.", "--permission-mode", "bypassPermissions", "--max-turns", "6")
+			id := sid(res)
+			path, err := history.SessionPath(b.env.ConfigDir, b.dir, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agents, _ := filepath.Glob(filepath.Join(history.SessionDir(path), "subagents", "workflows", "*", "agent-*.jsonl"))
+			if len(agents) != 2 {
+				t.Fatalf("workflow agent transcripts %v, want 2 under <sid>/subagents/workflows/<run>/", agents)
+			}
+			corpus, err := history.Scan(context.Background(), b.env.ConfigDir, history.ScanOptions{Summary: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ss := corpus.Sessions(); len(ss) != 1 || ss[0].Subagents != 2 || ss[0].Prompts != 1 {
+				t.Errorf("sessions %+v, want one with 2 subagents and 1 prompt (the task notification is none)", ss)
+			}
+			return map[string]float64{id: cost(res)}
+		},
+		golden: true,
+	},
+	{
 		name: "resume-and-fork",
 		handler: func(string) fakeapi.Handler {
 			return fakeapi.Sequence(
@@ -192,6 +235,13 @@ var scenarios = []scenario{
 		},
 	},
 }
+
+// workflowScript runs two agents one after the other, so their order in an
+// export is fixed.
+const workflowScript = "export const meta = { name: 'probe', description: 'two agents in turn', phases: [{ title: 'Work' }] }\n" +
+	"const a = await agent('WORKFLOW-AGENT-ONE: report', { description: 'first' })\n" +
+	"const b = await agent('WORKFLOW-AGENT-TWO: report', { description: 'second' })\n" +
+	"return a + ' / ' + b\n"
 
 func TestEndToEndCostsAndExports(t *testing.T) {
 	var mu sync.Mutex
@@ -314,6 +364,9 @@ var volatile = []struct {
 	// 2.1.332's background task output files: /tmp/claude-UID/<project>/…
 	{regexp.MustCompile(`/tmp/claude-\d+/[^/\s]+/`), "TMP/claude-UID/PROJECT/"},
 	{regexp.MustCompile(`sk-test-[a-z0-9]+`), "sk-test-KEY"},
+	// 2.1.332's workflow runs and background tasks.
+	{regexp.MustCompile(`\bwf_[0-9a-f]{8}-[0-9a-f]+`), "wf_RUNID"},
+	{regexp.MustCompile(`(Task ID: |task-id(?:>|&gt;)|tasks/)[a-z0-9]{9}\b`), "${1}TASKID"},
 }
 
 func checkExports(t *testing.T, name, path string, b *bed) {
@@ -330,6 +383,7 @@ func checkExports(t *testing.T, name, path string, b *bed) {
 		out = strings.ReplaceAll(out, path, "SESSION.jsonl")
 		out = strings.ReplaceAll(out, b.env.Home, "HOME")
 		out = strings.ReplaceAll(out, b.dir, "REPO")
+		out = strings.ReplaceAll(out, history.ProjectDirName(b.dir), "PROJECTDIR")
 		for _, v := range volatile {
 			out = v.re.ReplaceAllString(out, v.repl)
 		}

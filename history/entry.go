@@ -178,6 +178,20 @@ func (e *Entry) ResultAgentID() string {
 	return r.AgentID
 }
 
+// ResultWorkflowRunID returns toolUseResult.runId of a Workflow tool_result
+// entry (CLI 2.1.332): the run whose agents are under
+// <sid>/subagents/workflows/<runId>/.
+func (e *Entry) ResultWorkflowRunID() string {
+	if len(e.ToolUseResult) == 0 || e.ToolUseResult[0] != '{' {
+		return ""
+	}
+	var r struct {
+		RunID string `json:"runId"`
+	}
+	_ = json.Unmarshal(e.ToolUseResult, &r)
+	return r.RunID
+}
+
 // EntryReader reads a transcript one entry at a time with bounded memory.
 type EntryReader struct {
 	lr   *LineReader
@@ -328,6 +342,19 @@ type Subagent struct {
 	AgentID string
 	Path    string
 	Meta    SubagentMeta
+	// RunID is the workflow run that started the agent (its transcript is
+	// <sid>/subagents/workflows/<RunID>/agent-<id>.jsonl); "" otherwise.
+	RunID string
+}
+
+// workflowRunOf returns the run id of a workflow agent's transcript path,
+// or "".
+func workflowRunOf(path string) string {
+	run := filepath.Dir(path)
+	if filepath.Base(filepath.Dir(run)) != "workflows" || filepath.Base(filepath.Dir(filepath.Dir(run))) != "subagents" {
+		return ""
+	}
+	return filepath.Base(run)
 }
 
 // Subagents lists a transcript's subagents with their meta files, keyed by
@@ -340,7 +367,7 @@ func subagentsOf(sessionFile string, warn func(Warning)) map[string]Subagent {
 	out := make(map[string]Subagent)
 	for _, p := range (SessionFile{Path: sessionFile}).SubagentFiles(warn) {
 		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "agent-"), ".jsonl")
-		sa := Subagent{AgentID: id, Path: p}
+		sa := Subagent{AgentID: id, Path: p, RunID: workflowRunOf(p)}
 		if data, err := readSmallFile(strings.TrimSuffix(p, ".jsonl")+".meta.json", 1<<20); err == nil {
 			_ = json.Unmarshal(data, &sa.Meta)
 		}

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -392,6 +393,15 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 			}
 		}
 	}
+	// A Workflow tool_result names its run (CLI 2.1.332): the run's agents
+	// nest after it.
+	if e.Type == "user" && slices.ContainsFunc(rec.Blocks, isWorkflowResult) {
+		if run := e.ResultWorkflowRunID(); run != "" {
+			if err := x.workflow(ctx, run, workflowToolUseID(rec), depth); err != nil {
+				return err
+			}
+		}
+	}
 	// A tool_result naming an agent the tool call did not (no meta file).
 	// Only Agent results are decoded again: other toolUseResults can be MBs.
 	if e.Type == "user" && slices.ContainsFunc(rec.Blocks, func(b RBlock) bool {
@@ -404,6 +414,75 @@ func (x *exporter) entry(ctx context.Context, e *Entry, depth int) error {
 		}
 	}
 	return nil
+}
+
+// isWorkflowResult reports whether b is the tool_result of a Workflow call.
+func isWorkflowResult(b RBlock) bool { return b.Type == "tool_result" && b.ToolName == "Workflow" }
+
+// workflowToolUseID is the id of the Workflow call rec answers.
+func workflowToolUseID(rec *Record) string {
+	if i := slices.IndexFunc(rec.Blocks, isWorkflowResult); i >= 0 {
+		return rec.Blocks[i].ToolUseID
+	}
+	return ""
+}
+
+// workflow nests the agents of a workflow run not yet exported, in the
+// order the run started them.
+func (x *exporter) workflow(ctx context.Context, run, toolUseID string, depth int) error {
+	var agents []Subagent
+	for key, sa := range x.subs {
+		if sa.RunID == run && strings.HasPrefix(key, "agent:") && !x.done[sa.AgentID] {
+			agents = append(agents, sa)
+		}
+	}
+	if len(agents) == 0 {
+		return nil
+	}
+	order := workflowOrder(filepath.Join(filepath.Dir(agents[0].Path), "journal.jsonl"))
+	slices.SortFunc(agents, func(a, b Subagent) int {
+		ia, oka := order[a.AgentID]
+		ib, okb := order[b.AgentID]
+		switch {
+		case oka && okb && ia != ib:
+			return ia - ib
+		case oka != okb: // journalled first
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.AgentID, b.AgentID)
+	})
+	for _, sa := range agents {
+		if err := x.subagent(ctx, sa, toolUseID, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workflowOrder reads a workflow run's journal.jsonl: the position of each
+// agent's "started" line. A missing or unreadable journal is no order.
+func workflowOrder(path string) map[string]int {
+	order := make(map[string]int)
+	data, err := readSmallFile(path, 8<<20)
+	if err != nil {
+		return order
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var l struct {
+			Type    string `json:"type"`
+			AgentID string `json:"agentId"`
+		}
+		if json.Unmarshal(line, &l) != nil || l.Type != "started" || l.AgentID == "" {
+			continue
+		}
+		if _, seen := order[l.AgentID]; !seen {
+			order[l.AgentID] = len(order)
+		}
+	}
+	return order
 }
 
 func (x *exporter) subagent(ctx context.Context, sa Subagent, toolUseID string, depth int) error {

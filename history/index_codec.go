@@ -20,7 +20,7 @@ import (
 
 const (
 	indexMagic      = "pneuma history index\n"
-	indexVersion    = 4 // changes whenever what a scan extracts or the file's layout changes
+	indexVersion    = 5 // changes whenever what a scan extracts or the file's layout changes
 	indexTempPrefix = ".index-"
 	// indexMaxString bounds a string read from an index (paths, working
 	// directories, first prompts of 1,000 characters).

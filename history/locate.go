@@ -157,8 +157,10 @@ type SessionFile struct {
 // that cannot be read are left out (SubagentFiles reports them).
 func (s SessionFile) Subagents() []string { return s.SubagentFiles(nil) }
 
-// SubagentFiles returns the subagent transcripts of the session, sorted,
-// and calls warn (when not nil) for each agent-*.jsonl that is not a
+// SubagentFiles returns the subagent transcripts of the session, sorted:
+// <sid>/subagents/agent-*.jsonl, the agents of its workflow runs
+// (<sid>/subagents/workflows/<run>/agent-*.jsonl, CLI 2.1.332) and CLI 2.0.x
+// agent files at the top of the project. It calls warn (when not nil) for each agent-*.jsonl that is not a
 // readable file.
 func (s SessionFile) SubagentFiles(warn func(Warning)) []string {
 	return s.subagentFiles(topAgents(filepath.Dir(s.Path)), warn)
@@ -170,6 +172,9 @@ func (s SessionFile) subagentFiles(top map[string][]string, warn func(Warning)) 
 	var m []string
 	if !s.noDir {
 		m, _ = filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "agent-*.jsonl"))
+		// CLI 2.1.332 workflows: one directory per run of the Workflow tool.
+		w, _ := filepath.Glob(filepath.Join(SessionDir(s.Path), "subagents", "workflows", "*", "agent-*.jsonl"))
+		m = append(m, w...)
 	}
 	id := s.ID
 	if id == "" {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // obj is a transcript line under construction.
@@ -190,5 +191,88 @@ func TestOrphanSubagentsCountUnderTheirSession(t *testing.T) {
 	}
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0].Problem, "main transcript missing") {
 		t.Errorf("warnings = %v", c.Warnings)
+	}
+}
+
+// TestWorkflowAgentsFoldIntoTheirSession: CLI 2.1.332's Workflow tool keeps
+// the agents of a run under <sid>/subagents/workflows/<runId>/; they count
+// (and are priced) under the session, nest after the Workflow call's result
+// in the order the run's journal started them, and the task notification
+// the CLI sends when the run ends is not a prompt.
+func TestWorkflowAgentsFoldIntoTheirSession(t *testing.T) {
+	ctx := context.Background()
+	cfg := t.TempDir()
+	proj := filepath.Join(cfg, "projects", "-home-me-gen")
+	const sid, run = "w1000000-0000-4000-8000-000000000000", "wf_0123abcd-7f1"
+	main := filepath.Join(proj, sid+".jsonl")
+	wf := obj{"type": "tool_use", "id": "toolu_W", "name": "Workflow", "input": obj{"script": "export const meta = {}"}}
+	jsonl(t, main,
+		userLine(sid, "u1", "", "Run the workflow.", nil),
+		asstLine(sid, "a1", "u1", "msg_w1", 20, []obj{wf}, nil),
+		userLine(sid, "u2", "a1", resultB("toolu_W", "Workflow launched in background."),
+			obj{"toolUseResult": obj{"status": "async_launched", "taskType": "local_workflow", "runId": run}}),
+		asstLine(sid, "a2", "u2", "msg_w2", 5, []obj{textB("Launched.")}, nil),
+		userLine(sid, "u3", "a2", "<task-notification>\n<task-id>t1</task-id>\n<status>completed</status>\n</task-notification>",
+			obj{"origin": obj{"kind": "task-notification"}}),
+		asstLine(sid, "a3", "u3", "msg_w3", 7, []obj{textB("WORKFLOW-DONE")}, nil),
+	)
+	dir := filepath.Join(proj, sid, "subagents", "workflows", run)
+	side := func(id string) obj { return obj{"isSidechain": true, "agentId": id} }
+	for id, text := range map[string]string{"a0000000000000001": "AGENT-ONE-WORK", "a0000000000000002": "AGENT-TWO-WORK"} {
+		jsonl(t, filepath.Join(dir, "agent-"+id+".jsonl"),
+			userLine(sid, "s1"+id, "", "Do "+text, side(id)),
+			asstLine(sid, "s2"+id, "s1"+id, "msg_"+id, 100, []obj{textB(text)}, side(id)))
+		if err := os.WriteFile(filepath.Join(dir, "agent-"+id+".meta.json"), []byte(`{"agentType":"workflow-subagent","description":"`+text+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The journal started agent 2 first.
+	jsonl(t, filepath.Join(dir, "journal.jsonl"), obj{"type": "launched"},
+		obj{"type": "started", "agentId": "a0000000000000002"}, obj{"type": "started", "agentId": "a0000000000000001"})
+
+	c, err := Scan(ctx, cfg, ScanOptions{Summary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := c.Sessions(); len(ss) != 1 || ss[0].Subagents != 2 || ss[0].OutputTokens != 232 || ss[0].Prompts != 1 || ss[0].APICalls != 5 {
+		t.Fatalf("sessions = %+v, want one with 2 subagents, 5 calls, 232 output tokens, 1 prompt", ss)
+	}
+	if rows := c.UsageBy(BySession, time.UTC); len(rows) != 1 || rows[0].APICalls != 5 || rows[0].CostUSD <= 0 || rows[0].Unpriced {
+		t.Errorf("usage rows %+v, want the 5 calls priced", rows)
+	}
+	if tu, err := TranscriptUsage(ctx, main, nil); err != nil || tu.OutputTokens != 232 || tu.APICalls != 5 {
+		t.Errorf("TranscriptUsage = %+v, %v", tu, err)
+	}
+	md := exportString(t, main, FormatMarkdown)
+	order := []string{"Workflow launched in background.", "AGENT-TWO-WORK", "AGENT-ONE-WORK", "Launched.", "WORKFLOW-DONE"}
+	last := -1
+	for _, s := range order {
+		i := strings.Index(md, s)
+		if i <= last {
+			t.Fatalf("%q out of order (want %v):\n%s", s, order, md)
+		}
+		last = i
+	}
+	var doc struct {
+		Entries []Record `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(exportString(t, main, FormatJSON)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var subs []string
+	for _, r := range doc.Entries {
+		if r.Type == "subagent" {
+			subs = append(subs, r.ToolUseID+"/"+r.AgentType+"/"+r.Description)
+		}
+	}
+	if want := []string{"toolu_W/workflow-subagent/AGENT-TWO-WORK", "toolu_W/workflow-subagent/AGENT-ONE-WORK"}; !slices.Equal(subs, want) {
+		t.Errorf("subagents = %v, want %v", subs, want)
+	}
+	dst := t.TempDir()
+	if err := Archive(ctx, cfg, []string{sid}, dst); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "projects", "-home-me-gen", sid, "subagents", "workflows", run, "agent-a0000000000000001.jsonl")); err != nil {
+		t.Errorf("archive lacks the workflow agent: %v", err)
 	}
 }

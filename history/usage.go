@@ -599,8 +599,9 @@ func promptText(content []byte) (string, bool) {
 }
 
 // contextTags wrap what the CLI or an IDE adds to a prompt, not what the
-// person typed.
-var contextTags = []string{"ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder"}
+// person typed. A task-notification is the CLI telling the main thread that
+// a background agent or workflow ended (CLI 2.1.332), not a prompt.
+var contextTags = []string{"ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder", "task-notification"}
 
 // promptContent strips leading IDE context and reminders from a prompt.
 func promptContent(t string) string {

@@ -80,8 +80,8 @@ type Job struct {
 	// PluginDirs load plugins for the job's CLI only (--plugin-dir).
 	PluginDirs []string `yaml:"plugin_dirs"`
 	// IncludeHookEvents has the CLI write its hooks' lifecycle to the
-	// stream (--include-hook-events): counted in the report (hook_runs),
-	// shown in the console.
+	// stream (--include-hook-events): counted in the report (hook_runs,
+	// hook_failures), hook events, shown in the console.
 	IncludeHookEvents bool `yaml:"include_hook_events"`
 
 	// Pos is where the job starts in the file ("jobs.yaml:12:5").

@@ -260,6 +260,9 @@ type Job struct {
 	Compactions int `json:"compactions,omitempty"`
 	// HookRuns counts the hooks the CLI ran, with include_hook_events.
 	HookRuns int `json:"hook_runs,omitempty"`
+	// HookFailures counts the hooks whose hook_response said error or
+	// cancelled, with include_hook_events.
+	HookFailures int `json:"hook_failures,omitempty"`
 	// RefusalFallback says the model refused and the CLI switched to a
 	// fallback model; Model then names the model that served.
 	RefusalFallback *RefusalFallback `json:"refusal_fallback,omitempty"`

@@ -224,6 +224,8 @@ func (d *driver) handle(ev claude.Event) action {
 			DelayMS: int64(ev.Retry.RetryDelayMS), ErrorStatus: ev.Retry.ErrorStatus, Reason: ev.Retry.Error})
 	case ev.Denied != nil:
 		d.audit.denial(ev.Denied.ToolUseID) // counted with the tool denials
+	case ev.Hook != nil && d.client == nil:
+		d.r.event(hookEvent(d.job.Name, ev.Hook)) // a session's clients get the line itself
 	case d.notable:
 		d.r.event(noticeEvent(d.job.Name, ev))
 	case ev.Type == claude.TypeAssistant || ev.Type == claude.TypeUser:

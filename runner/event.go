@@ -33,6 +33,11 @@ const (
 	EventModelFallback   = "model_fallback"
 	EventWritesLost      = "session_writes_lost"
 	EventBackgroundTask  = "background_task"
+	// EventHook: with include_hook_events, a hook of the job's CLI started,
+	// made progress or answered (Hook; Status is its outcome, "success",
+	// "error" or "cancelled", on the answer). Its output stays in the
+	// stream.
+	EventHook = "hook"
 )
 
 // Fine event types: the inside of a job, sent only to Options.Observer
@@ -132,7 +137,9 @@ type Event struct {
 	// background_task.
 	Compact *claude.CompactBoundary `json:"compact,omitempty"`
 	Task    *claude.Task            `json:"task,omitempty"`
-	Report  *report.Report          `json:"report,omitempty"`
+	// Hook is the payload of a hook event.
+	Hook   *claude.Hook   `json:"hook,omitempty"`
+	Report *report.Report `json:"report,omitempty"`
 }
 
 // Reporter receives run events. Run calls it from several goroutines at

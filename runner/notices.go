@@ -18,6 +18,7 @@ type notices struct {
 	apiRetries  int
 	compactions int
 	hookRuns    int
+	hookFails   int
 	// fallback is the latest model_refusal_fallback of the main thread.
 	fallback *claude.ModelFallback
 	// writesLost is the latest session_writes_lost.
@@ -25,6 +26,17 @@ type notices struct {
 	// tasks are the background tasks running, by id: the level of the
 	// latest background_tasks_changed, kept current by the task lines.
 	tasks map[string]claude.BackgroundTask
+	// atResult are the tasks running when the latest result the job
+	// counts came (resulted says one did): a task that ends while the CLI
+	// exits after the job's result still ran past it.
+	atResult []report.Task
+	resulted bool
+}
+
+// result notes that a result the job counts came: the tasks running now
+// are the ones the report names.
+func (n *notices) result() {
+	n.atResult, n.resulted = n.running(), true
 }
 
 // note takes one system line; it reports whether the line is one people
@@ -41,6 +53,9 @@ func (n *notices) note(ev claude.Event) bool {
 		if ev.Subtype == claude.SubtypeHookStarted {
 			n.hookRuns++
 		}
+		if ev.Hook.Failed() {
+			n.hookFails++
+		}
 	case ev.Fallback != nil:
 		n.fallback = ev.Fallback
 		return true
@@ -53,7 +68,9 @@ func (n *notices) note(ev claude.Event) bool {
 			n.tasks[t.TaskID] = t
 		}
 	case ev.Task != nil:
-		return n.task(ev.Task)
+		// background_tasks_changed may name a task before its task_started
+		// does: the start is still news.
+		return n.task(ev.Task) || (ev.Subtype == claude.SubtypeTaskStarted && ev.Task.Background)
 	}
 	return false
 }
@@ -95,6 +112,7 @@ func (n *notices) addTo(res *report.Job) {
 	res.APIRetries += n.apiRetries
 	res.Compactions += n.compactions
 	res.HookRuns += n.hookRuns
+	res.HookFailures += n.hookFails
 	if f := n.fallback; f != nil {
 		res.RefusalFallback = &report.RefusalFallback{OriginalModel: f.OriginalModel, FallbackModel: f.FallbackModel, Scope: f.Scope}
 	}
@@ -106,9 +124,12 @@ func (n *notices) addTo(res *report.Job) {
 }
 
 // leftRunning records the background tasks still running at the last
-// attempt's end.
+// attempt's last result (at its end when it had none).
 func (n *notices) leftRunning(res *report.Job) {
 	res.TasksRunning = n.running()
+	if n.resulted {
+		res.TasksRunning = n.atResult
+	}
 	if len(res.TasksRunning) > 0 {
 		names := make([]string, len(res.TasksRunning))
 		for i, t := range res.TasksRunning {
@@ -134,6 +155,21 @@ func noticeEvent(job string, ev claude.Event) Event {
 		e.Message = fmt.Sprintf("the CLI could not save its %s (%s)", strings.Join(ev.WritesLost.Lost, " and "), ev.WritesLost.ErrorCode)
 	case ev.Task != nil:
 		e.Type, e.Task = EventBackgroundTask, ev.Task
+	}
+	return e
+}
+
+// hookEvent is the run event of a hook line of job (include_hook_events):
+// the hook and how it went, never its output.
+func hookEvent(job string, h *claude.Hook) Event {
+	e := Event{Type: EventHook, Job: job, Hook: h, Status: h.Outcome}
+	switch {
+	case h.Phase != "response":
+		e.Message = fmt.Sprintf("hook %s %s", h.HookName, h.Phase)
+	case h.ExitCode != nil:
+		e.Message = fmt.Sprintf("hook %s: %s (exit %d)", h.HookName, firstNonEmpty(h.Outcome, "done"), *h.ExitCode)
+	default:
+		e.Message = fmt.Sprintf("hook %s: %s", h.HookName, firstNonEmpty(h.Outcome, "done"))
 	}
 	return e
 }

@@ -150,6 +150,8 @@ type run struct {
 	// client, for a server session's run of one job, is where its
 	// prompts come from; nil for a jobs-file run.
 	client client
+	// idents are the git identities of sandboxed jobs' repositories.
+	idents identities
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/claude"
@@ -145,12 +146,13 @@ func UnsandboxedBypass(p *Plan) []string {
 // points the job's CLAUDE_CONFIG_DIR at the box's private copy, where its
 // transcripts are then found.
 func (r *run) openSandbox(job *Job) (*sandbox.Box, error) {
-	return openBox(job, r.opts.Environ, firstNonEmpty(job.Binary, r.plan.Binary))
+	return openBox(job, r.opts.Environ, firstNonEmpty(job.Binary, r.plan.Binary), &r.idents)
 }
 
 // openBox opens job's box under pneuma's environment environ, for the CLI
-// binary (nil when the job has no sandbox).
-func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
+// binary (nil when the job has no sandbox), with the git identity its
+// repository resolves to from idents.
+func openBox(job *Job, environ []string, binary string, idents *identities) (*sandbox.Box, error) {
 	if !job.Sandbox.On() {
 		return nil, nil
 	}
@@ -165,7 +167,7 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 		src, js = filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")
 	}
 	spec := *job.Sandbox
-	name, email := gitIdentity(job.Dir, environ)
+	name, email := idents.of(firstNonEmpty(job.Repo, job.Dir), environ)
 	// The CLI is given its add_dirs and plugin_dirs to read: they are
 	// opened read-only.
 	spec.Read = slices.Concat(spec.Read, job.Options.AddDirs, job.Options.PluginDirs)
@@ -187,10 +189,42 @@ func openBox(job *Job, environ []string, binary string) (*sandbox.Box, error) {
 	return box, nil
 }
 
+// identities are the git identities of a run's repositories, each asked
+// of git once per run (see gitIdentity), not once per sandboxed job: a
+// process per job start costs milliseconds. The zero value is ready.
+type identities struct {
+	mu sync.Mutex
+	m  map[string]*identity
+}
+
+type identity struct {
+	once        sync.Once
+	name, email string
+}
+
+// of is user.name and user.email as the repository at dir resolves them
+// under environ, asked of git on the first call for dir.
+func (ids *identities) of(dir string, environ []string) (name, email string) {
+	ids.mu.Lock()
+	id := ids.m[dir]
+	if id == nil {
+		if ids.m == nil {
+			ids.m = map[string]*identity{}
+		}
+		id = &identity{}
+		ids.m[dir] = id
+	}
+	ids.mu.Unlock()
+	id.once.Do(func() { id.name, id.email = gitIdentity(dir, environ) })
+	return id.name, id.email
+}
+
 // gitIdentity is user.name and user.email as dir resolves them under
 // pneuma's environment ("" when unset), for the agent's own commits in a
-// sandbox, where the user's ~/.gitconfig is hidden. One git process for both:
-// it runs on every sandboxed launch.
+// sandbox, where the user's ~/.gitconfig is hidden. One git process for
+// both. It is asked at the repository's root, once per run (identities):
+// a conditional include on the branch (includeIf "onbranch:") does not
+// change a job's identity.
 func gitIdentity(dir string, environ []string) (name, email string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

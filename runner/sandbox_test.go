@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pneuma-cli/pneuma/claude"
+	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/sandbox"
 )
@@ -103,5 +104,30 @@ func TestConfine(t *testing.T) {
 	}
 	if !slices.Contains(cfg.Env, "A=1") || !slices.Contains(cfg.Env, "IS_SANDBOX=1") {
 		t.Errorf("env %q", cfg.Env)
+	}
+}
+
+// A sandboxed job's git identity is asked of git once per run and
+// repository: a later job sees the first answer, another repository its own.
+func TestIdentitiesOncePerRepo(t *testing.T) {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	repo := func(name string) string {
+		dir := t.TempDir()
+		claudetest.Git(t, dir, "init", "-q")
+		claudetest.Git(t, dir, "config", "user.name", name)
+		claudetest.Git(t, dir, "config", "user.email", name+"@example.com")
+		return dir
+	}
+	a, b := repo("Ada"), repo("Bea")
+	var ids identities
+	if name, email := ids.of(a, env); name != "Ada" || email != "Ada@example.com" {
+		t.Fatalf("first: %q <%s>", name, email)
+	}
+	claudetest.Git(t, a, "config", "user.name", "Changed")
+	if name, _ := ids.of(a, env); name != "Ada" {
+		t.Errorf("asked git again for the same repository: %q", name)
+	}
+	if name, email := ids.of(b, env); name != "Bea" || email != "Bea@example.com" {
+		t.Errorf("another repository: %q <%s>", name, email)
 	}
 }

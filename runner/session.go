@@ -55,6 +55,10 @@ type Session struct {
 	// for the CLI processes that start later (session_control.go).
 	switched switches
 	failed   bool // the run ended by itself: no more messages
+	// changeC is closed (and replaced) at each status change and when the
+	// CLI's init line comes, for a switch waiting for the CLI a queued
+	// message is starting (session_control.go).
+	changeC chan struct{}
 }
 
 // accounts are what a session's finished CLI processes spent.
@@ -240,7 +244,26 @@ func (s *Session) setStatus(status string) {
 		return
 	}
 	s.st.Status = status
+	s.changed()
 	s.emit("status_change", map[string]string{"status": status})
+}
+
+// changed wakes the switches waiting for the next change; the caller holds
+// mu.
+func (s *Session) changed() {
+	if s.changeC != nil {
+		close(s.changeC)
+		s.changeC = nil
+	}
+}
+
+// nextChange returns a channel closed at the next status change or init
+// line; the caller holds mu.
+func (s *Session) nextChange() <-chan struct{} {
+	if s.changeC == nil {
+		s.changeC = make(chan struct{})
+	}
+	return s.changeC
 }
 
 // account refreshes the state's accounting from the processes so far; the

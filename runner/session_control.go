@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/pneuma-cli/pneuma/claude"
 	"github.com/pneuma-cli/pneuma/jobfile"
@@ -41,12 +43,15 @@ type ControlAck struct {
 }
 
 // SetModel switches the session's model from the next API call on ("":
-// back to the session's own model).
+// back to the session's own model). The CLI confirms a model it has not
+// used with a one-token API call first: a model the API does not know is
+// refused (its error_code "not_found"), as is one it could not confirm in
+// time ("check_unreachable").
 func (s *Session) SetModel(ctx context.Context, model string) (ControlAck, error) {
 	if model == "" {
 		model = s.plan.Job.Options.Model
 	}
-	ack, err := s.control(ctx, func(w *switches) { w.model = &model },
+	ack, err := s.control(ctx, "set_model "+strconv.Quote(model), func(w *switches) { w.model = &model },
 		func(p *claude.Process) (*claude.ControlReply, error) { return p.SetModel(ctx, model) })
 	if err != nil {
 		return ack, err
@@ -64,7 +69,7 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) (ControlAc
 	if modes := jobfile.PermissionModes(); !slices.Contains(modes, mode) {
 		return ControlAck{}, &ConfigError{fmt.Errorf("permission mode %q is not one of %v", mode, modes)}
 	}
-	ack, err := s.control(ctx, func(w *switches) { w.mode = &mode },
+	ack, err := s.control(ctx, "set_permission_mode "+strconv.Quote(mode), func(w *switches) { w.mode = &mode },
 		func(p *claude.Process) (*claude.ControlReply, error) { return p.SetPermissionMode(ctx, mode) })
 	if err != nil {
 		return ack, err
@@ -75,12 +80,27 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) (ControlAc
 	return ack, nil
 }
 
-// control asks the running CLI, if any, to make a switch, and records it
-// for the CLIs that start later. A switch the CLI refuses is an error and
-// is not recorded; one that finds no CLI (or a CLI on its way out) waits
-// for the next.
-func (s *Session) control(ctx context.Context, record func(*switches), ask func(*claude.Process) (*claude.ControlReply, error)) (ControlAck, error) {
+// control asks the running CLI to make a switch and waits for its
+// acknowledgement (until ctx ends: ErrNoAck), and records the switch for
+// the CLIs that start later. A switch the CLI refuses is an error and is not
+// recorded. When a queued message is starting the CLI, the switch waits for
+// it; one that finds no CLI at all (no message yet, or a CLI on its way
+// out) is Pending: the next CLI starts with it.
+func (s *Session) control(ctx context.Context, what string, record func(*switches), ask func(*claude.Process) (*claude.ControlReply, error)) (ControlAck, error) {
 	s.mu.Lock()
+	// A message is starting the CLI: wait for it and its init line (a
+	// set_model sent before the init line cannot confirm the model with the
+	// API in time: check_unreachable).
+	for !s.closed && s.starting() {
+		changed := s.nextChange()
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ControlAck{}, fmt.Errorf("%s: %w: %w", what, ErrNoAck, ctx.Err())
+		}
+		s.mu.Lock()
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return ControlAck{}, ErrSessionClosed
@@ -94,9 +114,9 @@ func (s *Session) control(ctx context.Context, record func(*switches), ask func(
 		reply, err := ask(p) // not under mu: the CLI's answer comes through observe
 		switch {
 		case err != nil && reply != nil:
-			return ControlAck{}, &ControlRefusedError{Message: reply.Error}
+			return ControlAck{}, &ControlRefusedError{Request: what, Code: reply.ErrorCode, Message: reply.Error}
 		case err != nil && ctx.Err() != nil:
-			return ControlAck{}, err
+			return ControlAck{}, fmt.Errorf("%s: %w: %w", what, ErrNoAck, err)
 		case err != nil:
 			ack.Pending = true // the CLI ended meanwhile
 		default:
@@ -109,10 +129,33 @@ func (s *Session) control(ctx context.Context, record func(*switches), ask func(
 	return ack, nil
 }
 
-// ControlRefusedError is the CLI's error answer to a switch.
-type ControlRefusedError struct{ Message string }
+// starting reports whether a queued message is starting a CLI that has not
+// written its init line yet; the caller holds mu.
+func (s *Session) starting() bool {
+	if s.proc != nil {
+		return !s.initSeen && s.st.Status == SessionRunning
+	}
+	return s.st.Status == SessionStarting && len(s.queue)+len(s.inflight) > 0
+}
 
-func (e *ControlRefusedError) Error() string { return "claude refused: " + e.Message }
+// ErrNoAck: the CLI did not answer a switch before the caller's deadline.
+// The switch may still take effect; it is not recorded for later CLIs.
+var ErrNoAck = errors.New("the CLI did not acknowledge the switch in time")
+
+// ControlRefusedError is the CLI's error answer to a switch.
+type ControlRefusedError struct {
+	Request string // the request and its value: set_model "x"
+	Code    string // the CLI's error_code: not_found, check_unreachable, invalid_mode, ...
+	Message string // the CLI's
+}
+
+func (e *ControlRefusedError) Error() string {
+	code := ""
+	if e.Code != "" {
+		code = " (" + e.Code + ")"
+	}
+	return "claude refused " + e.Request + code + ": " + e.Message
+}
 
 // switchedOptions applies the client's switches to a CLI about to start.
 func (s *Session) switchedOptions(opts *claude.Options) {

@@ -254,6 +254,7 @@ func (s *Session) onEvent(ev claude.Event) bool {
 		}
 		if ev.Init != nil && !s.initSeen {
 			s.initSeen = true
+			s.changed()
 			s.st.CLISessionID, s.st.Model = s.t.sessionID, firstNonEmpty(s.t.model, s.st.Model)
 			s.emit("session_init", map[string]any{"cli_session_id": s.t.sessionID, "model": s.t.model, "cwd": ev.Init.Cwd})
 		}

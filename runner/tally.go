@@ -77,6 +77,7 @@ func (t *tally) add(ev claude.Event) (result, newSession bool) {
 		}
 		t.results++
 		t.last = ev.Result
+		t.notices.result()
 		t.sessionID = firstNonEmpty(ev.Result.SessionID, t.sessionID)
 		t.turns += ev.Result.NumTurns
 		// total_cost_usd is cumulative per process in stream-json input

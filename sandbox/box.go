@@ -120,7 +120,7 @@ func (b *Box) ConfigDir() string { return b.configDir }
 // gitArgs are the git binds of a command run in dir, its branch carried
 // in first (see ownRef).
 func (b *Box) gitArgs(dir string) []string {
-	args, own := gitBinds(dir, filepath.Join(b.cfg.StateDir, "git"))
+	args, own := gitBinds(dir, filepath.Join(b.cfg.StateDir, "git"), b.cfg.Repo)
 	if own == nil {
 		return args
 	}

@@ -64,8 +64,12 @@ func (b *Box) bwrapArgs(dir string) []string {
 	for _, p := range b.cfg.Spec.Read {
 		a.bind("--ro-bind", p)
 	}
-	a.bind("--ro-bind", cliInstall(b.cfg.Binary))
-	a.bind("--ro-bind", b.cfg.Self)
+	// Each mount costs bubblewrap time: none for what a system dir shows.
+	for _, p := range []string{cliInstall(b.cfg.Binary), b.cfg.Self} {
+		if !inSystemDir(p) {
+			a.bind("--ro-bind", p)
+		}
+	}
 	a.bind("--bind", dir)
 	a.add(b.gitArgs(dir)...)
 	for _, p := range b.cfg.Spec.Write {
@@ -80,6 +84,24 @@ func (b *Box) bwrapArgs(dir string) []string {
 	a.add("--bind", filepath.Join(b.sockDir, "proxy.sock"), insideSocket)
 	a.add("--chdir", dir)
 	return a
+}
+
+// inSystemDir reports whether path is inside one of the systemDirs bound
+// read-only (a real directory, not a symlink), so already shown as it is.
+func inSystemDir(path string) bool {
+	for _, d := range systemDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path is dir or below it (lexically; both clean
+// and absolute).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsAbs(path) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // cliInstall is the directory holding the CLI (its package, for an npm
@@ -102,7 +124,10 @@ func cliInstall(binary string) string {
 // on a branch). The repository's config, hooks and other refs stay
 // read-only. A directory that is its own repository (no linked worktree)
 // is writable already: its config and hooks are bound read-only over it.
-func gitBinds(dir, state string) (args []string, own *ownRef) {
+// A repository inside repo (bound read-only, its .pneuma hidden) and not
+// inside the writable dir shows its config and hooks read-only already:
+// they get no mount of their own.
+func gitBinds(dir, state, repo string) (args []string, own *ownRef) {
 	var a argv
 	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotgit)
@@ -123,8 +148,10 @@ func gitBinds(dir, state string) (args []string, own *ownRef) {
 	if ref != "" {
 		own = newOwnRef(common, ref, state)
 	}
-	a.bind("--ro-bind", filepath.Join(common, "config"))
-	a.bind("--ro-bind", filepath.Join(common, "hooks"))
+	if repo == "" || !within(common, repo) || within(common, filepath.Join(repo, ".pneuma")) || within(common, dir) {
+		a.bind("--ro-bind", filepath.Join(common, "config"))
+		a.bind("--ro-bind", filepath.Join(common, "hooks"))
+	}
 	return a, own
 }
 

@@ -53,9 +53,9 @@ func TestCopyConfig(t *testing.T) {
 }
 
 // gitBinds opens the object store and the worktree's record, puts a
-// private directory over its branch's ref directory, with the other refs
-// there read-only over it, and keeps the repository's config and hooks
-// read-only.
+// private directory over its branch's ref directory (one bind: none per
+// other ref there, whose number grows with the run) and keeps the
+// repository's config and hooks read-only.
 func TestGitBinds(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip(err)
@@ -84,7 +84,6 @@ func TestGitBinds(t *testing.T) {
 		"--bind " + gd + "/worktrees/mine " + gd + "/worktrees/mine",
 		"--bind " + state + "/git/refs " + gd + "/refs/heads/pneuma/r1",
 		"--bind " + state + "/git/logs " + gd + "/logs/refs/heads/pneuma/r1",
-		"--ro-bind " + gd + "/refs/heads/pneuma/r1/other " + gd + "/refs/heads/pneuma/r1/other",
 		"--ro-bind " + gd + "/config " + gd + "/config",
 		"--ro-bind " + gd + "/hooks " + gd + "/hooks",
 	} {
@@ -94,6 +93,21 @@ func TestGitBinds(t *testing.T) {
 	}
 	if strings.Contains(got, "r1/mine "+gd+"/refs/heads/pneuma/r1/mine") {
 		t.Errorf("the job's own ref is bound read-only:\n%s", got)
+	}
+	// Inside the repository bound read-only, config and hooks need no
+	// mount of their own; inside the writable dir they do.
+	inRepo := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo}}).gitArgs(wt), " ")
+	if strings.Contains(inRepo, "--ro-bind "+gd+"/config") || !strings.Contains(inRepo, "--bind "+gd+"/objects") {
+		t.Errorf("gitBinds with the repository read-only:\n%s", inRepo)
+	}
+	if !inSystemDir("/usr/bin/git") || inSystemDir(repo) || inSystemDir("/usr/../tmp") {
+		t.Error("inSystemDir")
+	}
+	if !within(gd, repo) || within(repo+"x", repo) || within(filepath.Dir(repo), repo) {
+		t.Error("within")
+	}
+	if strings.Contains(got, "/refs/heads/pneuma/r1/other") {
+		t.Errorf("another job's ref is bound on its own (a mount per ref: bubblewrap slows with the run):\n%s", got)
 	}
 }
 
@@ -118,5 +132,45 @@ func TestEnvInside(t *testing.T) {
 	}
 	if _, ok := got["NO_PROXY"]; ok {
 		t.Error("NO_PROXY kept: clients would go around the proxy, into a network that is not there")
+	}
+}
+
+// The ref's value outside is read from its loose file without git, and
+// asked of git when it is packed; the same either way.
+func TestOwnRefOutside(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip(err)
+	}
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + repo, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("commit", "-q", "--allow-empty", "-m", "init")
+	git("branch", "pneuma/r1/mine")
+	want := git("rev-parse", "pneuma/r1/mine")
+	o := newOwnRef(filepath.Join(repo, ".git"), "refs/heads/pneuma/r1/mine", t.TempDir())
+	if got := o.outside(); got != want {
+		t.Errorf("loose: %q, want %q", got, want)
+	}
+	git("pack-refs", "--all")
+	if _, err := os.Stat(filepath.Join(repo, ".git", "refs", "heads", "pneuma", "r1", "mine")); err == nil {
+		t.Fatal("the ref is still loose after pack-refs")
+	}
+	if got := o.outside(); got != want {
+		t.Errorf("packed: %q, want %q", got, want)
+	}
+	git("branch", "-D", "pneuma/r1/mine")
+	if got := o.outside(); got != "" {
+		t.Errorf("deleted: %q, want none", got)
 	}
 }

@@ -10,14 +10,23 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ownRef carries a job's branch between the shared repository and the
 // sandbox. Inside, the directory of the branch's ref (and of its reflog)
-// is a private directory of the job's, with the repository's other refs
-// there bound read-only over it: a ref created inside, whether a new name
-// or a loose ref over one that is only in packed-refs, never reaches the
-// shared repository. Only the job's own ref goes out, through sync.
+// is a private directory of the job's that shows only the job's own ref:
+// the repository's other loose refs there (for pneuma's branches, the
+// run's other jobs) are not shown, and a ref created inside, whether a
+// new name, another job's or a loose ref over one that is only in
+// packed-refs, never reaches the shared repository. Only the job's own ref
+// goes out, through sync. (One bind per directory, not one per ref there:
+// bubblewrap's cost grows with the square of its mounts, and a run of 300
+// jobs has 300 refs in that directory.)
 type ownRef struct {
 	mu sync.Mutex
 	// common is the repository's git dir, ref the job's branch
@@ -42,22 +51,14 @@ func newOwnRef(common, ref, state string) *ownRef {
 }
 
 // binds are bubblewrap's arguments for the ref: each private directory
-// over its directory, and every entry the repository has there besides
-// the job's own ref bound read-only over it.
+// over its directory.
 func (o *ownRef) binds() []string {
 	var a argv
-	own := filepath.Base(o.ref)
 	for _, d := range [][2]string{{o.priv, o.refDir}, {o.privLog, o.logDir}} {
 		if err := os.MkdirAll(d[0], 0o700); err != nil {
 			continue // without it the directory stays read-only inside: no commit, no escape
 		}
 		a.add("--bind", d[0], d[1])
-		entries, _ := os.ReadDir(d[1]) // none: nothing to show
-		for _, e := range entries {
-			if e.Name() != own {
-				a.add("--ro-bind", filepath.Join(d[1], e.Name()), filepath.Join(d[1], e.Name()))
-			}
-		}
 	}
 	return a
 }
@@ -81,7 +82,7 @@ func (o *ownRef) sync() error {
 			}
 		}
 	}
-	real, _ := o.git("rev-parse", "--verify", "-q", o.ref) // unborn: none inside either
+	real := o.outside()
 	o.last = real
 	// Written only when it differs: a git inside may be writing it now.
 	if inside, ok := readRef(own); (ok && inside == real) || (!ok && real == "") {
@@ -98,6 +99,20 @@ func (o *ownRef) sync() error {
 		return fmt.Errorf("sandbox: carry %s in: %w", o.ref, werr)
 	}
 	return err
+}
+
+// outside is the ref's value in the repository ("" unborn). go-git reads
+// it from git's own ref storage (a loose ref file or packed-refs; only
+// pneuma's git writes there: the directory is read-only inside), which
+// spares a git process on every launch and every sync; what go-git cannot
+// read (a symbolic or reftable ref) is asked of git.
+func (o *ownRef) outside() string {
+	st := filesystem.NewStorage(osfs.New(o.common), cache.NewObjectLRU(0))
+	if r, err := st.Reference(plumbing.ReferenceName(o.ref)); err == nil && r.Type() == plumbing.HashReference {
+		return r.Hash().String()
+	}
+	real, _ := o.git("rev-parse", "--verify", "-q", o.ref) // unborn: none inside either
+	return real
 }
 
 // objectID reports whether s is a hexadecimal object id (SHA-1 or SHA-256).

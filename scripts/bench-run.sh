@@ -15,8 +15,15 @@
 # of its children) <= 64 MB. The exit status is that of the first variant's
 # checks (pneuma's defaults; --stagger 0 is reported beside it).
 #
+# With RUN_BENCH_SANDBOX=1 each variant also runs with `--sandbox` right
+# after it (bubblewrap, the CONNECT proxy and pneuma-sandbox-forward, built
+# here beside pneuma; a RUN_BENCH_BEFORE binary uses the forwarder beside
+# it), and what the sandbox adds to a real-CLI job is printed: the median
+# job duration and CLI process time, sandboxed minus not (issue 22, item 9:
+# no measurable time).
+#
 # Environment: RUN_BENCH_JOBS (60), RUN_BENCH_CONCURRENCY (12), RUN_BENCH_FILES
-# (10000), RUN_BENCH_STAGGERS ("default 0"), RUN_BENCH_BEFORE (another pneuma
+# (10000), RUN_BENCH_STAGGERS ("default 0"), RUN_BENCH_SANDBOX (""), RUN_BENCH_BEFORE (another pneuma
 # binary, e.g. built from an older commit, measured the same way right after
 # this tree's, each stagger side by side), RUN_BENCH_PNEUMA_ARGS (extra
 # flags of pneuma run), CLAUDE_BIN (the pinned CLI), RUN_BENCH_KEEP=1 keeps the
@@ -54,6 +61,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 
 echo "== build"
 go build -o "$pneuma" .
+[[ "${RUN_BENCH_SANDBOX:-}" != 1 ]] || go build -o "$(dirname "$pneuma")/pneuma-sandbox-forward" ./cmd/pneuma-sandbox-forward
 go build -o "$tmp/fakeapi" ./internal/testbed/fakeapi/cmd/fakeapi
 "$claude" --version
 
@@ -152,9 +160,13 @@ variants=()
 builds=("pneuma=$pneuma")
 [[ -z "${RUN_BENCH_BEFORE:-}" ]] || builds+=("before=$RUN_BENCH_BEFORE")
 for stagger in $staggers; do
+boxes=(plain)
+[[ "${RUN_BENCH_SANDBOX:-}" == 1 ]] && boxes+=(sandbox)
 for build in "${builds[@]}"; do
+for box in "${boxes[@]}"; do
   bin="${build#*=}"
   name="${build%%=*}-stagger-$stagger"
+  [[ "$box" == plain ]] || name="${build%%=*}-sandbox-stagger-$stagger"
   variants+=("$name")
   out="$tmp/$name"
   mkdir -p "$out" "$tmp/home-$name"
@@ -167,6 +179,7 @@ for build in "${builds[@]}"; do
   settle
   args=(run --json --claude "$claude" -j "$par")
   [[ "$stagger" != default ]] && args+=(--stagger "$stagger")
+  [[ "$box" == plain ]] || args+=(--sandbox)
   args+=("${extra_args[@]}")
   echo "== $name: $bin ${args[*]} jobs.yaml   load $(load)"
   mapfile -d '' env_p < <(cli_env "$tmp/home-$name")
@@ -213,6 +226,7 @@ for l in open(sys.argv[1]):
     mv "$repo/.pneuma/worktrees" "$tmp/trash/worktrees-$name"
     git -C "$repo" worktree prune
   fi
+done
 done
 done
 

@@ -15,6 +15,9 @@
 #   sandbox   the same with the default stagger and `--sandbox` (bubblewrap,
 #             the CONNECT proxy and pneuma-sandbox-forward, built here beside
 #             pneuma), when STARTS_SANDBOX=1 (issue 22)
+#   before-sandbox  `--sandbox` with the STARTS_BEFORE binary (and the
+#             pneuma-sandbox-forward beside it, when there is one), when both
+#             STARTS_BEFORE and STARTS_SANDBOX=1 are set
 #
 # With STARTS_ROUNDS=N (1) the pneuma contenders run N times, interleaved,
 # each time on a repository of its own, and the medians are printed at the
@@ -49,6 +52,7 @@ contenders="default ${STARTS_PNEUMA_STAGGERS:-}"
 [[ -z "${STARTS_BEFORE:-}" ]] || contenders+=" before"
 [[ "${STARTS_TELEMETRY:-}" == 1 ]] && contenders+=" otlp"
 [[ "${STARTS_SANDBOX:-}" == 1 ]] && contenders+=" sandbox"
+[[ "${STARTS_SANDBOX:-}" == 1 && -n "${STARTS_BEFORE:-}" ]] && contenders+=" before-sandbox"
 profile="${STARTS_PROFILE:-}"
 [[ "$jobs" =~ ^[0-9]+$ && "$par" =~ ^[0-9]+$ && "$nfiles" =~ ^[0-9]+$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
   { echo "bench-starts: STARTS_JOBS, STARTS_CONCURRENCY, STARTS_FILES and STARTS_ROUNDS must be numbers" >&2; exit 2; }
@@ -212,6 +216,7 @@ for round in $(seq 1 "$rounds"); do
     default) [[ -n "$profile" && "$round" == 1 ]] && args+=(--cpuprofile "$profile") ;;
     otlp) env+=(OTEL_EXPORTER_OTLP_ENDPOINT="http://$otlp_addr" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) ;;
     sandbox) args+=(--sandbox) ;;
+    before-sandbox) bin="$STARTS_BEFORE" args+=(--sandbox) ;;
     *) args+=(--stagger "$c") ;;
     esac
     echo "== round $round, pneuma $c: ${env[*]:1} $bin ${args[*]} jobs.yaml   load $(load)"
@@ -271,5 +276,9 @@ if [[ "$contenders" == *sandbox* ]]; then
   kid=$(awk -v a="$(median <<<"${kids[sandbox]}")" -v b="$(median <<<"${kids[default]}")" 'BEGIN { printf "%.2f", a - b }')
   echo "the sandbox adds $added ms of wall time per job start (median sandbox minus median default makespan, x $par / $jobs), $own ms of pneuma's own CPU and $kid ms of its children's (bubblewrap; what runs inside is not carried up) per job"
   awk -v a="$added" 'BEGIN { exit !(a <= 30) }' || { echo "MISSED sandbox <= 30 ms per job start"; status=1; }
+  if [[ "$contenders" == *before-sandbox* ]]; then
+    before_added=$(awk -v a="$(median <<<"${walls[before-sandbox]}")" -v b="$(median <<<"${walls[before]}")" -v p="$par" -v n="$jobs" 'BEGIN { printf "%.1f", (a - b) * p / n }')
+    echo "with the STARTS_BEFORE binary the sandbox added $before_added ms per job start (median before-sandbox minus median before)"
+  fi
 fi
 exit "$status"

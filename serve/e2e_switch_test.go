@@ -29,6 +29,11 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 				models[turn] = r.Model
 			}
 		}
+		if !r.Stream && (r.Model == "no-such-model" || r.Model == "gpt-4o") {
+			// The CLI confirms a new model with a one-token call; the API
+			// does not know these.
+			return fakeapi.Error(404, "not_found_error", "model: "+r.Model)
+		}
 		return fakeapi.Text("ok")
 	})
 	s := startServer(t, claudetest.NewEnv(t, api.URL), repo)
@@ -61,6 +66,15 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 	if code, _ := s.do("POST", "/api/sessions/"+o.ID+"/model", `{"model":"x","extra":1}`); code != 400 {
 		t.Errorf("an unknown field: %d, want 400", code)
 	}
+	// A model the API does not know: the CLI's error, naming it; the
+	// session keeps haiku (turn two).
+	if code, body := s.do("POST", "/api/sessions/"+o.ID+"/model", `{"model":"no-such-model"}`); code != 422 ||
+		!strings.Contains(string(body), `claude refused set_model \"no-such-model\" (not_found): Model 'no-such-model' not found`) {
+		t.Errorf("an unknown model: %d %s, want 422 with the CLI's error", code, body)
+	}
+	if code, body := s.do("POST", "/api/sessions/"+o.ID+"/permission-mode", `{"mode":"bogus"}`); code != 400 || !strings.Contains(string(body), `\"bogus\" is not a permission mode`) || !strings.Contains(string(body), `"field":"mode"`) {
+		t.Errorf("a mode that is none: %d %s, want 400 naming it", code, body)
+	}
 	s.must(200, "POST", "/api/sessions/"+o.ID+"/messages", `{"content":"turn two","wait":true}`, nil)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -70,6 +84,8 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 	if m := w.await("model_set", "claude-sonnet-4-5"); m["pending"] == true {
 		t.Errorf("set_model over the WebSocket: %v", m)
 	}
+	w.send(ctx, map[string]any{"type": "set_model", "model": "gpt-4o"})
+	w.await("error", `claude refused set_model \"gpt-4o\" (not_found)`)
 	w.send(ctx, map[string]any{"type": "set_permission_mode", "mode": "bypassPermissions"})
 	w.await("error", "not allowed by the server")
 	w.send(ctx, map[string]any{"type": "set_permission_mode", "mode": "acceptEdits"})
@@ -88,6 +104,22 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 	}
 	if n := countType(evs, "cli_started"); n != 1 {
 		t.Errorf("%d CLI starts: a switch must not restart the CLI", n)
+	}
+
+	// A switch right after a session's first message waits for the CLI
+	// that message starts and answers with what that CLI says, never
+	// "pending". CLI 2.1.332 confirms a new model with the API, and a
+	// confirmation asked in its first seconds does not finish in time: its
+	// check_unreachable error (504) is its answer then, or, on a loaded
+	// machine, no answer within the server's 30 s (504 too).
+	o2 := s.create(jsonString(map[string]any{"repo": repo, "name": "starting"}))
+	s.must(202, "POST", "/api/sessions/"+o2.ID+"/messages", `{"content":"turn four"}`, nil)
+	switch code, body := s.do("POST", "/api/sessions/"+o2.ID+"/model", `{"model":"claude-haiku-4-5"}`); {
+	case code == 200 && json.Unmarshal(body, &ack) == nil && !ack.Pending && strings.Contains(string(ack.Response), "claude-haiku-4-5"):
+	case code == 504 && strings.Contains(string(body), `claude refused set_model \"claude-haiku-4-5\" (check_unreachable)`):
+	case code == 504 && strings.Contains(string(body), `set_model \"claude-haiku-4-5\": the CLI did not acknowledge the switch in time`):
+	default:
+		t.Errorf("set_model while the CLI starts: %d %s, want the CLI's answer", code, body)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -63,6 +64,9 @@ func (e *entry) setModel(ctx context.Context, model string) (ControlAck, error) 
 // setPermissionMode switches the session's permission mode to one the
 // policy allows.
 func (e *entry) setPermissionMode(ctx context.Context, mode string) (ControlAck, error) {
+	if modes := jobfile.PermissionModes(); !slices.Contains(modes, mode) {
+		return ControlAck{}, refuseName("mode", "%q is not a permission mode (one of %s)", mode, strings.Join(modes, ", "))
+	}
 	if !slices.Contains(e.cfg.Policy.PermissionModes, mode) {
 		return ControlAck{}, refuse("mode", "permission mode %q is not allowed by the server (allowed: %s)", mode, strings.Join(e.cfg.Policy.PermissionModes, ", "))
 	}
@@ -116,8 +120,10 @@ func (s *Server) setSessionMode(w http.ResponseWriter, r *http.Request) {
 }
 
 // switchAnswer writes the answer to a switch: the acknowledgement, or the
-// error with its status (403 policy, 400 malformed, 409 not running, 502
-// refused by the CLI).
+// error with its status (403 policy, 400 malformed, 409 not running, 422
+// refused by the CLI: a model the API does not know, a mode it will not
+// take; 504 no acknowledgement in time, or a model the CLI could not
+// confirm with the API in time).
 func (s *Server) switchAnswer(w http.ResponseWriter, err error, ok map[string]any) {
 	var refused *runner.ControlRefusedError
 	switch {
@@ -126,8 +132,12 @@ func (s *Server) switchAnswer(w http.ResponseWriter, err error, ok map[string]an
 	case policyError(w, err, "invalid switch"):
 	case errors.Is(err, errNotRunning):
 		writeError(w, http.StatusConflict, "%v", err)
+	case errors.As(err, &refused) && refused.Code == "check_unreachable":
+		writeError(w, http.StatusGatewayTimeout, "%v", err) // the API did not confirm the model in time
 	case errors.As(err, &refused):
-		writeError(w, http.StatusBadGateway, "%v", err)
+		writeError(w, http.StatusUnprocessableEntity, "%v", err)
+	case errors.Is(err, runner.ErrNoAck):
+		writeError(w, http.StatusGatewayTimeout, "%v", err)
 	default:
 		s.engineError(w, err)
 	}

@@ -486,17 +486,20 @@ jobs:
 }
 
 // TestConsoleSwitch switches a live session's model and permission mode
-// from its page: the status shows the answer, the session records the
-// switch, and a mode the server's policy refuses shows the server's error.
+// from its page once its CLI runs: the status shows the CLI's
+// acknowledgement (the mode it names), the session records the switch, and
+// a mode the server's policy refuses shows the server's error.
 func TestConsoleSwitch(t *testing.T) {
 	srv := startReal(t)
 	b := browser.New(t)
 	p := loggedIn(t, b, srv, desktop, "")
 	id := newSession(p, srv)
+	say(p, "hello")
+	p.wait(`document.querySelector('#session-status .badge')?.dataset.status === 'idle' && document.querySelector('#session-turns').textContent !== '0'`, "the first turn's end")
 	p.do(chromedp.SendKeys(chromedp.CSS("#switch-model"), "claude-haiku-4-5"), chromedp.Click(chromedp.CSS("#switch-model-go")))
-	p.wait(`/^Model claude-haiku-4-5: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the model switch's answer")
+	p.wait(`/^Model claude-haiku-4-5: acknowledged/.test(document.querySelector('#switch-status').textContent)`, "the CLI's acknowledgement of the model")
 	p.do(chromedp.SetValue(chromedp.CSS("#switch-mode"), "plan"), chromedp.Click(chromedp.CSS("#switch-mode-go")))
-	p.wait(`/^Mode plan: (acknowledged|pending)/.test(document.querySelector('#switch-status').textContent)`, "the mode switch's answer")
+	p.wait(`/^Mode plan: acknowledged .*"mode":"plan"/.test(document.querySelector('#switch-status').textContent)`, "the CLI's acknowledgement of the mode")
 	var model, mode bool
 	for _, ev := range srv.events("/api/sessions/" + id) {
 		model = model || ev["type"] == "model_changed" && ev["model"] == "claude-haiku-4-5"
@@ -510,4 +513,37 @@ func TestConsoleSwitch(t *testing.T) {
 	if got := eval[string](p, `document.querySelector('label[for=switch-mode]').textContent + '|' + document.querySelector('#switch-status').getAttribute('aria-live')`); got != "Permission mode|polite" {
 		t.Errorf("switch form label and live region: %q", got)
 	}
+}
+
+// TestConsoleHooks: a job with include_hook_events runs on the real CLI
+// with a hook that succeeds and one that exits 1; its page counts the
+// hooks run and the one that failed, and its stream names each hook line.
+func TestConsoleHooks(t *testing.T) {
+	srv := startReal(t, "settings")
+	jobs := filepath.Join(srv.repo, "jobs.yaml")
+	if err := os.WriteFile(jobs, []byte(`version: 1
+jobs:
+  - name: hooked
+    prompt: `+jobMarker+`hooked write hooked.txt
+    permission_mode: acceptEdits
+    include_hook_events: true
+    settings: '{"hooks":{"PreToolUse":[{"matcher":"Write","hooks":[{"type":"command","command":"true"}]}],"PostToolUse":[{"matcher":"Write","hooks":[{"type":"command","command":"exit 1"}]}]}}'
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browser.New(t)
+	p := loggedIn(t, b, srv, desktop, "")
+	p.wait(`document.querySelector('input[name=jobs_file]')`, "the start-run form")
+	p.do(chromedp.SendKeys(chromedp.CSS("input[name=jobs_file]"), jobs), chromedp.Click(chromedp.CSS("#start-run button[type=submit]")))
+	p.wait(`/^#\/runs\/[^/]+$/.test(location.hash)`, "the run page")
+	id := strings.TrimPrefix(eval[string](p, `location.hash`), "#/runs/")
+	p.wait(`document.querySelector('.run-head .badge')?.dataset.status === 'succeeded'`, "the run finished")
+
+	p.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = '#/runs/%s/jobs/hooked'`, id)))
+	p.wait(`document.querySelector('#job-hooks')?.hidden === false`, "the job's hooks")
+	if got := eval[string](p, `document.querySelector('#job-hooks').textContent`); got != "Hooks: 2 run, 1 failed" {
+		t.Errorf("hooks shown %q, want %q", got, "Hooks: 2 run, 1 failed")
+	}
+	p.wait(`[...document.querySelectorAll('ol.stream .sum')].some((e) => e.textContent === 'hook_response PostToolUse:Write: error (exit 1)')`,
+		"the failed hook's line in the stream")
 }

@@ -34,6 +34,7 @@ type realServer struct {
 	api   *fakeapi.Server
 	env   *claudetest.Env
 	bin   string
+	allow []string // the host-reaching fields clients may set (Policy.Allow)
 
 	mu  sync.Mutex
 	srv *serve.Server
@@ -55,9 +56,9 @@ const (
 
 // startReal starts the server; it and every CLI it started are stopped when
 // the test ends.
-func startReal(t *testing.T) *realServer {
+func startReal(t *testing.T, allow ...string) *realServer {
 	t.Helper()
-	s := &realServer{t: t, token: "real-token-" + fmt.Sprint(time.Now().UnixNano()), bin: claudetest.Binary(t)}
+	s := &realServer{t: t, token: "real-token-" + fmt.Sprint(time.Now().UnixNano()), bin: claudetest.Binary(t), allow: allow}
 	s.api = fakeapi.New(t, answer)
 	s.env = claudetest.NewEnv(t, s.api.URL)
 	s.repo = claudetest.GitRepo(t)
@@ -91,7 +92,7 @@ func (s *realServer) start(ln net.Listener) {
 		Token: s.token, Roots: []string{s.repo}, StateDir: s.state, WorkDir: s.repo,
 		Binary: s.bin, Environ: s.env.Environ(), Getenv: s.getenv,
 		Engine: serve.RunnerEngine, Web: web.Handler(), AuthTimeout: 5 * time.Second,
-		Logf: s.t.Logf,
+		Logf: s.t.Logf, Policy: serve.Policy{Allow: s.allow},
 	})
 	if err != nil {
 		ln.Close()

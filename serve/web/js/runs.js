@@ -199,6 +199,7 @@ export function runPage(el, id) {
       case 'api_retry': live(ev.job, {reason: `API retry${ev.error_status ? ' (' + ev.error_status + ')' : ''}`}); break;
       case 'compact_boundary': live(ev.job, {reason: 'compacted'}); break;
       case 'model_fallback': live(ev.job, {reason: `fell back to ${ev.model || 'another model'}`}); break;
+      case 'hook': if (hookFailed(ev.hook)) live(ev.job, {reason: `hook ${ev.hook.hook_name || ''} ${ev.hook.outcome}`}); break;
       case 'job_retry': live(ev.job, {status: 'retrying', reason: `${ev.reason || ''}, attempt ${ev.attempt + 1 || ''}`}); break;
       case 'job_finished': if (ev.result) { count(ev.result); live(ev.result.name || ev.job, ev.result); } break;
       case 'run_snapshot': if (ev.run) setRun(ev.run); break;
@@ -266,10 +267,24 @@ export function jobPage(el, id, job) {
     list.append(buttons[key]);
   }
   const sandbox = h('section', {class: 'sandbox', id: 'job-sandbox'});
-  el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), sandbox, list, panel);
-  findJob(id, job).then((res) => sandboxView(sandbox, res ? (res.sandbox || null) : undefined))
+  const hooks = h('p', {id: 'job-hooks', hidden: true});
+  el.append(h('p', {}, h('a', {href: '#/runs/' + enc(id)}, '← Run ' + id)), h('h1', {}, 'Job ', h('code', {}, job)), sandbox, hooks, list, panel);
+  findJob(id, job).then((res) => { sandboxView(sandbox, res ? (res.sandbox || null) : undefined); hooksView(hooks, res); })
     .catch(() => sandboxView(sandbox, undefined));
   show('stream');
+}
+
+/** hookFailed says whether a hook event's hook answered with an error. */
+function hookFailed(hk) { return !!hk && hk.phase === 'response' && !!hk.outcome && hk.outcome !== 'success'; }
+
+/** hooksView shows the hooks a job's CLI ran (include_hook_events). */
+function hooksView(el, res) {
+  if (!res || !res.hook_runs) return;
+  const failed = res.hook_failures || 0;
+  el.dataset.failed = String(failed);
+  clear(el).append('Hooks: ', h('span', {class: 'hooks-run'}, num(res.hook_runs) + ' run'), ', ',
+    h('span', {class: failed ? 'hooks-failed error' : 'hooks-failed'}, num(failed) + ' failed'));
+  el.hidden = false;
 }
 
 /** findJob reads a finished job's report entry, page by page. */

@@ -21,7 +21,9 @@ export function resultText(c) {
 function summary(ev) {
   const m = ev.message;
   switch (ev.type) {
-    case 'system': return `${ev.subtype || ''} ${ev.model || ''}`.trim();
+    case 'system':
+      if (/^hook_/.test(ev.subtype || '')) return `${ev.subtype} ${ev.hook_name || ''}${ev.outcome ? ': ' + ev.outcome : ''}${ev.exit_code != null ? ` (exit ${ev.exit_code})` : ''}`;
+      return `${ev.subtype || ''} ${ev.model || ''}`.trim();
     case 'assistant':
     case 'user': return m && Array.isArray(m.content) ? m.content.map(blockText).join(' ') : (m && m.content) || '';
     case 'result': return `${ev.subtype || ''}, ${ev.num_turns ?? '?'} turns, $${Number(ev.total_cost_usd || 0).toFixed(4)}${ev.result ? ': ' + ev.result : ''}`;
