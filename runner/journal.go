@@ -153,24 +153,87 @@ type JobState struct {
 	// stored says Result is in the journal's result store, not here;
 	// succeeded says whether that result is a success.
 	stored, succeeded bool
+	// raw is the result as run.json or its log held it, kept as JSON
+	// rather than decoded (a resumed run's finished jobs: Result stays
+	// nil, and the result goes to the store and run.json as it was
+	// read); head is what is read of it.
+	raw  json.RawMessage
+	head *resultHead
+}
+
+// resultHead is what a resumed run reads of a finished job's result:
+// what reopen and the totals need.
+type resultHead struct {
+	Status     string       `json:"status"`
+	Reason     string       `json:"reason"`
+	CostUSD    float64      `json:"cost_usd"`
+	Usage      report.Usage `json:"usage"`
+	NumTurns   int          `json:"num_turns"`
+	DurationMS int64        `json:"duration_ms"`
+}
+
+// job is h as much of a report entry as Totals.Add reads.
+func (h *resultHead) job() *report.Job {
+	return &report.Job{Status: h.Status, Reason: h.Reason, CostUSD: h.CostUSD, Usage: h.Usage, NumTurns: h.NumTurns, DurationMS: h.DurationMS}
+}
+
+// status and reason are those of the job's result in memory, raw or
+// decoded; ok is false when it has none there.
+func (s *JobState) status() (status, reason string, ok bool) {
+	switch {
+	case s.Result != nil:
+		return s.Result.Status, s.Result.Reason, true
+	case s.head != nil:
+		return s.head.Status, s.head.Reason, true
+	}
+	return "", "", false
 }
 
 // didSucceed reports whether the job finished with a success.
 func (s *JobState) didSucceed() bool {
-	if s.Result != nil {
-		return s.State == StateFinished && s.Result.Status == report.StatusSucceeded
+	if status, _, ok := s.status(); ok {
+		return s.State == StateFinished && status == report.StatusSucceeded
 	}
 	return s.State == StateFinished && s.stored && s.succeeded
 }
 
 // Done reports whether the job finished with a result.
-func (s *JobState) Done() bool { return s.State == StateFinished && (s.Result != nil || s.stored) }
+func (s *JobState) Done() bool {
+	return s.State == StateFinished && (s.Result != nil || s.head != nil || s.stored)
+}
+
+// wireState is a job state as decoded with its result left raw: the
+// outer Result hides JobState's.
+type wireState struct {
+	JobState
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// state is w's JobState, its result kept raw with its head read.
+func (w *wireState) state() (*JobState, error) {
+	s := &w.JobState
+	if len(w.Result) == 0 || string(w.Result) == "null" {
+		return s, nil
+	}
+	var h resultHead
+	if err := json.Unmarshal(w.Result, &h); err != nil {
+		return nil, fmt.Errorf("result of job %s: %w", s.Name, err)
+	}
+	s.raw, s.head = w.Result, &h
+	return s, nil
+}
 
 // JournalPath is where a run's journal lives.
 func JournalPath(runDir string) string { return RunDir(runDir).Journal() }
 
 // ReadJournal reads run.json of a run directory and replays its log.
-func ReadJournal(runDir string) (*Journal, error) {
+func ReadJournal(runDir string) (*Journal, error) { return readJournal(runDir, false) }
+
+// readJournal is ReadJournal; with raw, the finished jobs' results are
+// kept as the JSON read (a resumed run moves them to its store and
+// run.json as they are: decoding and encoding 9,000 results was most of
+// what --resume of a run of 10,000 jobs did before its first job).
+func readJournal(runDir string, raw bool) (*Journal, error) {
 	path := JournalPath(runDir)
 	f, err := os.Open(path)
 	if err != nil {
@@ -181,14 +244,14 @@ func ReadJournal(runDir string) (*Journal, error) {
 	}
 	defer f.Close()
 	var j Journal
-	if err := decodeJournal(f, &j.JournalData); err != nil {
+	if err := decodeJournal(f, &j.JournalData, raw); err != nil {
 		return nil, fmt.Errorf("read run journal %s: %w", path, err)
 	}
 	if j.Schema != JournalSchema {
 		return nil, fmt.Errorf("run journal %s has schema %q, want %q", path, j.Schema, JournalSchema)
 	}
 	j.path, j.logPath = path, RunDir(runDir).JournalLog()
-	if err := j.replay(); err != nil {
+	if err := j.replay(raw); err != nil {
 		return nil, err
 	}
 	j.reindex()
@@ -353,7 +416,7 @@ func walkArray(dec *json.Decoder, elem func() error) error {
 // at a time: a journal of ten thousand jobs is never one buffer, nor
 // scanned whole before it is decoded. Unknown members are ignored, as
 // json.Unmarshal would.
-func decodeJournal(r io.Reader, d *JournalData) error {
+func decodeJournal(r io.Reader, d *JournalData, raw bool) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return fmt.Errorf("not a JSON object (%v)", err)
@@ -370,7 +433,7 @@ func decodeJournal(r io.Reader, d *JournalData) error {
 				return fmt.Errorf("plan: %w", err)
 			}
 		case "jobs":
-			if err := decodeStates(dec, d); err != nil {
+			if err := decodeStates(dec, d, raw); err != nil {
 				return err
 			}
 		default:
@@ -397,8 +460,9 @@ func decodeJournal(r io.Reader, d *JournalData) error {
 	return nil
 }
 
-// decodeStates reads the jobs array of run.json one state at a time.
-func decodeStates(dec *json.Decoder, d *JournalData) error {
+// decodeStates reads the jobs array of run.json one state at a time,
+// their results raw or decoded.
+func decodeStates(dec *json.Decoder, d *JournalData, raw bool) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
@@ -410,20 +474,34 @@ func decodeStates(dec *json.Decoder, d *JournalData) error {
 		return errors.New("jobs: not an array")
 	}
 	for i := 0; dec.More(); i++ {
-		var s JobState
-		if err := dec.Decode(&s); err != nil {
+		s, err := decodeState(dec.Decode, raw)
+		if err != nil {
 			return fmt.Errorf("jobs[%d]: %w", i, err)
 		}
-		d.Jobs = append(d.Jobs, &s)
+		d.Jobs = append(d.Jobs, s)
 	}
 	_, err = dec.Token() // "]"
 	return err
 }
 
+// decodeState decodes one state with decode, its result raw or decoded.
+func decodeState(decode func(any) error, raw bool) (*JobState, error) {
+	if !raw {
+		var s JobState
+		return &s, decode(&s)
+	}
+	var w wireState
+	if err := decode(&w); err != nil {
+		return nil, err
+	}
+	return w.state()
+}
+
 // replay applies journal.jsonl to the states read from run.json: each line
 // is a job's whole state, the last one wins. A last line without its
-// newline is a write cut short by a crash; it is left out.
-func (j *Journal) replay() error {
+// newline is a write cut short by a crash; it is left out. logSize is set
+// to the bytes of the whole lines (where a resumed run appends).
+func (j *Journal) replay(raw bool) error {
 	f, err := os.Open(j.logPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -436,23 +514,36 @@ func (j *Journal) replay() error {
 	for i, s := range j.Jobs {
 		index[s.Name] = i
 	}
-	br := bufio.NewReader(f)
+	br := bufio.NewReaderSize(f, 64<<10)
+	j.logSize = 0
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			line, err = readLong(br, line)
+		}
 		if err == io.EOF {
 			return nil // a torn last line, if any, is dropped
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", j.logPath, err)
 		}
-		var s JobState
-		if err := json.Unmarshal(line, &s); err != nil || s.Name == "" {
+		s, err := decodeState(func(v any) error { return json.Unmarshal(line, v) }, raw)
+		if err != nil || s.Name == "" {
 			return fmt.Errorf("%s:%d: not a job state: %s", j.logPath, n, text.Shorten(string(line), 80))
 		}
+		j.logSize += int64(len(line))
 		if i, ok := index[s.Name]; ok {
-			j.Jobs[i] = &s
+			j.Jobs[i] = s
 		}
 	}
+}
+
+// readLong reads the rest of a line longer than br's buffer, whose start
+// ReadSlice returned.
+func readLong(br *bufio.Reader, start []byte) ([]byte, error) {
+	line := bytes.Clone(start)
+	rest, err := br.ReadBytes('\n')
+	return append(line, rest...), err
 }
 
 // openJournal creates run.json for a plan, carrying the states of a prior
@@ -476,16 +567,53 @@ func openJournal(p *Plan, prior *Journal) (*Journal, error) {
 			old[s.Name] = s
 		}
 	}
-	for _, job := range p.Jobs {
-		if s, ok := old[job.Name]; ok {
-			j.Jobs = append(j.Jobs, reopen(s))
-			continue
+	var changed []int // states that are not as prior's files hold them
+	for i, job := range p.Jobs {
+		s, ok := old[job.Name]
+		if ok {
+			s = reopen(s)
+		} else {
+			s = &JobState{Name: job.Name, State: StatePending}
 		}
-		j.Jobs = append(j.Jobs, &JobState{Name: job.Name, State: StatePending})
+		if s != old[job.Name] {
+			changed = append(changed, i)
+		}
+		j.Jobs = append(j.Jobs, s)
 	}
 	j.dirty = make([]bool, len(j.Jobs))
 	j.reindex()
-	return j, j.save()
+	if prior == nil || !prior.continues(p) {
+		return j, j.save()
+	}
+	for _, i := range changed {
+		j.markDirty(i)
+	}
+	return j, j.continueLog(prior.logSize)
+}
+
+// continues reports whether a run of p can go on appending to the log of
+// j, the journal of a run that was killed, instead of writing run.json
+// again: p is j's own plan, in its run directory. A kill before the next
+// save replays the log onto the same run.json, as it would have.
+func (j *Journal) continues(p *Plan) bool {
+	return j.path != "" && j.path == JournalPath(p.RunDir) && j.Plan == p && j.Status == "running"
+}
+
+// continueLog opens the log of a killed run to append to it after its
+// whole lines (size bytes: a torn last line is cut off).
+func (j *Journal) continueLog(size int64) error {
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
+	f, err := os.OpenFile(j.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("continue run journal log: %w", err)
+	}
+	if err := f.Truncate(size); err != nil {
+		_ = f.Close() // the truncate failed: nothing was written
+		return fmt.Errorf("continue run journal log: %w", err)
+	}
+	j.log, j.logSize = f, size
+	return nil
 }
 
 // markDirty marks job i for the next append; mu is held.
@@ -517,16 +645,24 @@ func (j *Journal) storeResults(path string) (report.Totals, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for i, s := range j.Jobs {
-		if s.State != StateFinished || s.Result == nil {
+		if s.State != StateFinished || s.Result == nil && s.head == nil {
 			continue
 		}
-		t.Add(s.Result)
-		if err := st.put(i, s.Result); err != nil {
+		res := s.Result
+		if res != nil {
+			err = st.put(i, res)
+		} else {
+			res = s.head.job()
+			err = st.putRaw(i, s.Name, s.raw) // as it was read: not decoded and encoded again
+		}
+		if err != nil {
 			st.close()
 			return report.Totals{}, err
 		}
+		t.Add(res)
 		c := *s
-		c.Result, c.stored, c.succeeded = nil, true, s.Result.Status == report.StatusSucceeded
+		c.Result, c.raw, c.head = nil, nil, nil
+		c.stored, c.succeeded = true, res.Status == report.StatusSucceeded
 		j.Jobs[i] = &c
 	}
 	j.results = st
@@ -587,6 +723,13 @@ func (j *Journal) result(i int) (*report.Job, error) {
 	s := j.Jobs[i]
 	st := j.results
 	j.mu.Unlock()
+	if s.Result == nil && s.raw != nil {
+		var res report.Job
+		if err := json.Unmarshal(s.raw, &res); err != nil {
+			return nil, fmt.Errorf("result of job %s: %w", s.Name, err)
+		}
+		return &res, nil
+	}
 	if s.Result != nil || !s.stored || st == nil {
 		return s.Result, nil
 	}
@@ -611,21 +754,22 @@ func (j *Journal) closeResults() {
 // session; a job skipped because the run stopped or the account's limit or
 // reserve was reached starts afresh. Every other result stays.
 func reopen(s *JobState) *JobState {
-	if s.State != StateFinished || s.Result == nil {
+	status, reason, ok := s.status()
+	if s.State != StateFinished || !ok {
 		return s
 	}
-	reason := s.Result.Reason
 	stopped := reason == report.ReasonInterrupted || reason == report.ReasonFailFast || reason == report.ReasonUsageLimit
 	c := *s
 	switch {
-	case s.Result.Status == report.StatusInterrupted,
-		s.Result.Status == report.StatusFailed && reason == report.ReasonUsageLimit:
-		c.State, c.Result = StateRunning, nil
-	case s.Result.Status == report.StatusSkipped && stopped:
-		c.State, c.Result = StatePending, nil
+	case status == report.StatusInterrupted,
+		status == report.StatusFailed && reason == report.ReasonUsageLimit:
+		c.State = StateRunning
+	case status == report.StatusSkipped && stopped:
+		c.State = StatePending
 	default:
 		return s
 	}
+	c.Result, c.raw, c.head = nil, nil, nil
 	return &c
 }
 
@@ -723,19 +867,14 @@ func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error)
 	j.pending = j.pending[:0]
 	seq = j.seq
 	j.mu.Unlock()
-	for k, s := range states {
-		if s.stored && s.Result == nil {
-			if s.Result, err = j.results.get(changed[k]); err != nil {
-				return nil, changed, seq, err
-			}
+	var buf bytes.Buffer
+	for k := range states {
+		if err := j.writeState(&buf, changed[k], &states[k], false); err != nil {
+			return nil, changed, seq, err
 		}
-		data, merr := json.Marshal(&s)
-		if merr != nil {
-			return nil, changed, seq, fmt.Errorf("encode state of job %s: %w", s.Name, merr)
-		}
-		lines = append(append(lines, data...), '\n')
+		buf.WriteByte('\n')
 	}
-	return lines, changed, seq, nil
+	return buf.Bytes(), changed, seq, nil
 }
 
 // save writes run.json whole (atomically: temp file, fsync, rename, fsync
@@ -788,7 +927,7 @@ func (j *Journal) save() error {
 			return err
 		}
 		for i, s := range states {
-			if err := j.writeState(w, i, s); err != nil {
+			if err := j.writeState(w, i, s, i > 0); err != nil {
 				return err
 			}
 		}
@@ -853,12 +992,16 @@ func writePlan(w io.Writer, p *Plan) error {
 	return err
 }
 
-// writeState writes state s of job i to run.json (after a comma but for
-// the first). A result in the store is copied in as it is stored, not
-// decoded and encoded again (Result is JobState's last member).
-func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
+// writeState writes state s of job i as JSON (after a comma when comma
+// is set). A result in the store, or one kept raw, is copied in as it
+// is, not decoded and encoded again (Result is JobState's last member).
+func (j *Journal) writeState(w io.Writer, i int, s *JobState, comma bool) error {
 	var raw []byte
-	if s.stored && s.Result == nil {
+	switch {
+	case s.Result != nil:
+	case s.raw != nil:
+		raw = s.raw
+	case s.stored:
 		var err error
 		if raw, err = j.results.raw(i); err != nil {
 			return err
@@ -868,7 +1011,7 @@ func (j *Journal) writeState(w io.Writer, i int, s *JobState) error {
 	if err != nil {
 		return fmt.Errorf("encode state of job %s: %w", s.Name, err)
 	}
-	if i > 0 {
+	if comma {
 		if _, err := io.WriteString(w, ","); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -175,5 +176,93 @@ func TestReopen(t *testing.T) {
 				t.Errorf("reopen changed the prior journal's state: %+v", tt.s)
 			}
 		})
+	}
+}
+
+// TestResumeOfAKilledRunAppends: --resume of a killed run goes on
+// appending to its log after the last whole line instead of writing
+// run.json again, finished results go to the store as they were read,
+// and a second kill replays to what a second resume needs.
+func TestResumeOfAKilledRunAppends(t *testing.T) {
+	p := &Plan{RunID: "r", RunDir: t.TempDir(), Jobs: []*Job{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	j, err := openJournal(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.update("a", func(s *JobState) {
+		s.State, s.Result = StateFinished, &report.Job{Name: "a", Status: report.StatusSucceeded, CostUSD: 0.5, Result: "done"}
+	})
+	j.update("b", func(s *JobState) { s.State, s.Attempt = StateRunning, 1 })
+	j.update("c", func(s *JobState) {
+		s.State, s.Result = StateFinished, &report.Job{Name: "c", Status: report.StatusInterrupted, Reason: report.ReasonInterrupted}
+	})
+	if err := j.sync(); err != nil {
+		t.Fatal(err)
+	}
+	j.startWriter()
+	j.stopWriter() // killed: no final save
+	logPath := RunDir(p.RunDir).JournalLog()
+	whole, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := torn.WriteString(`{"name":"b","state":"fini`); err != nil { // the kill cut this write
+		t.Fatal(err)
+	}
+	torn.Close()
+	runJSON, err := os.ReadFile(JournalPath(p.RunDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	prior, err := readJournal(p.RunDir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, err := openJournal(prior.Plan, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now, err := os.ReadFile(JournalPath(p.RunDir)); err != nil || !bytes.Equal(now, runJSON) {
+		t.Errorf("resume wrote run.json again (%v)", err)
+	}
+	if data, err := os.ReadFile(logPath); err != nil || !bytes.Equal(data, whole) {
+		t.Errorf("log on resume = %q (%v), want its whole lines %q", data, err, whole)
+	}
+	if st := j2.state("c"); st.State != StateRunning || st.Done() {
+		t.Errorf("interrupted job c is not reopened: %+v", st)
+	}
+	totals, err := j2.storeResults(RunDir(p.RunDir).Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.closeResults()
+	if totals.Jobs != 1 || totals.Succeeded != 1 || totals.CostUSD != 0.5 {
+		t.Errorf("carried totals = %+v, want job a's", totals)
+	}
+	if res, err := j2.result(0); err != nil || res == nil || res.Name != "a" || res.Result != "done" {
+		t.Errorf("job a's stored result = %+v, %v", res, err)
+	}
+
+	j2.update("b", func(s *JobState) {
+		s.State, s.Result = StateFinished, &report.Job{Name: "b", Status: report.StatusFailed}
+	})
+	if err := j2.sync(); err != nil {
+		t.Fatal(err)
+	}
+	j2.startWriter()
+	j2.stopWriter() // killed again
+	again, err := ReadJournal(p.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := again.Jobs[0], again.Jobs[1], again.Jobs[2]
+	if a.Result == nil || a.Result.Result != "done" || b.Result == nil || b.Result.Status != report.StatusFailed ||
+		c.State != StateRunning || c.Result != nil {
+		t.Errorf("after a second kill: a %+v, b %+v, c %+v", a, b, c)
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -43,17 +44,30 @@ func (s *resultStore) put(i int, j *report.Job) error {
 	if err != nil {
 		return fmt.Errorf("encode result of job %s: %w", j.Name, err)
 	}
-	data = append(data, '\n')
+	return s.putRaw(i, j.Name, data)
+}
+
+// putRaw stores job i's entry as JSON already encoded (one line: compact).
+func (s *resultStore) putRaw(i int, name string, data []byte) error {
+	line := make([]byte, 0, len(data)+1)
+	if bytes.IndexByte(data, '\n') >= 0 { // read from a run.json someone indented
+		var b bytes.Buffer
+		if err := json.Compact(&b, data); err != nil {
+			return fmt.Errorf("store result of job %s: %w", name, err)
+		}
+		data = b.Bytes()
+	}
+	line = append(append(line, data...), '\n')
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("store result of job %s: store closed", j.Name)
+		return fmt.Errorf("store result of job %s: store closed", name)
 	}
-	if _, err := s.f.WriteAt(data, s.size); err != nil {
-		return fmt.Errorf("store result of job %s in %s: %w", j.Name, s.path, err)
+	if _, err := s.f.WriteAt(line, s.size); err != nil {
+		return fmt.Errorf("store result of job %s in %s: %w", name, s.path, err)
 	}
-	s.at[i] = span{off: s.size, n: int32(len(data))}
-	s.size += int64(len(data))
+	s.at[i] = span{off: s.size, n: int32(len(line))}
+	s.size += int64(len(line))
 	return nil
 }
 

@@ -139,7 +139,7 @@ func readRunJournal(ctx context.Context, f *jobfile.File, o PlanOptions, runID, 
 	if err != nil {
 		return nil, err
 	}
-	j, err := ReadJournal(dir)
+	j, err := readJournal(dir, true) // the results go on as read, not decoded
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("%s %s: %w", flag, runID, err)}
 	}
