@@ -153,12 +153,17 @@ type JobState struct {
 	// stored says Result is in the journal's result store, not here;
 	// succeeded says whether that result is a success.
 	stored, succeeded bool
-	// raw is the result as run.json or its log held it, kept as JSON
-	// rather than decoded (a resumed run's finished jobs: Result stays
-	// nil, and the result goes to the store and run.json as it was
-	// read); head is what is read of it.
+	// carried is the result as run.json or its log held it, kept as
+	// JSON rather than decoded (a resumed run's finished jobs: Result
+	// stays nil, and the result goes to the store and run.json as it was
+	// read).
+	carried *carriedResult
+}
+
+// carriedResult is a result read by a resumed run: its JSON and its head.
+type carriedResult struct {
 	raw  json.RawMessage
-	head *resultHead
+	head resultHead
 }
 
 // resultHead is what a resumed run reads of a finished job's result:
@@ -183,8 +188,8 @@ func (s *JobState) status() (status, reason string, ok bool) {
 	switch {
 	case s.Result != nil:
 		return s.Result.Status, s.Result.Reason, true
-	case s.head != nil:
-		return s.head.Status, s.head.Reason, true
+	case s.carried != nil:
+		return s.carried.head.Status, s.carried.head.Reason, true
 	}
 	return "", "", false
 }
@@ -199,7 +204,7 @@ func (s *JobState) didSucceed() bool {
 
 // Done reports whether the job finished with a result.
 func (s *JobState) Done() bool {
-	return s.State == StateFinished && (s.Result != nil || s.head != nil || s.stored)
+	return s.State == StateFinished && (s.Result != nil || s.carried != nil || s.stored)
 }
 
 // wireState is a job state as decoded with its result left raw: the
@@ -219,7 +224,7 @@ func (w *wireState) state() (*JobState, error) {
 	if err := json.Unmarshal(w.Result, &h); err != nil {
 		return nil, fmt.Errorf("result of job %s: %w", s.Name, err)
 	}
-	s.raw, s.head = w.Result, &h
+	s.carried = &carriedResult{raw: w.Result, head: h}
 	return s, nil
 }
 
@@ -645,15 +650,15 @@ func (j *Journal) storeResults(path string) (report.Totals, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for i, s := range j.Jobs {
-		if s.State != StateFinished || s.Result == nil && s.head == nil {
+		if s.State != StateFinished || s.Result == nil && s.carried == nil {
 			continue
 		}
 		res := s.Result
 		if res != nil {
 			err = st.put(i, res)
 		} else {
-			res = s.head.job()
-			err = st.putRaw(i, s.Name, s.raw) // as it was read: not decoded and encoded again
+			res = s.carried.head.job()
+			err = st.putRaw(i, s.Name, s.carried.raw) // as it was read: not decoded and encoded again
 		}
 		if err != nil {
 			st.close()
@@ -661,7 +666,7 @@ func (j *Journal) storeResults(path string) (report.Totals, error) {
 		}
 		t.Add(res)
 		c := *s
-		c.Result, c.raw, c.head = nil, nil, nil
+		c.Result, c.carried = nil, nil
 		c.stored, c.succeeded = true, res.Status == report.StatusSucceeded
 		j.Jobs[i] = &c
 	}
@@ -723,9 +728,9 @@ func (j *Journal) result(i int) (*report.Job, error) {
 	s := j.Jobs[i]
 	st := j.results
 	j.mu.Unlock()
-	if s.Result == nil && s.raw != nil {
+	if s.Result == nil && s.carried != nil {
 		var res report.Job
-		if err := json.Unmarshal(s.raw, &res); err != nil {
+		if err := json.Unmarshal(s.carried.raw, &res); err != nil {
 			return nil, fmt.Errorf("result of job %s: %w", s.Name, err)
 		}
 		return &res, nil
@@ -769,7 +774,7 @@ func reopen(s *JobState) *JobState {
 	default:
 		return s
 	}
-	c.Result, c.raw, c.head = nil, nil, nil
+	c.Result, c.carried = nil, nil
 	return &c
 }
 
@@ -999,8 +1004,8 @@ func (j *Journal) writeState(w io.Writer, i int, s *JobState, comma bool) error 
 	var raw []byte
 	switch {
 	case s.Result != nil:
-	case s.raw != nil:
-		raw = s.raw
+	case s.carried != nil:
+		raw = s.carried.raw
 	case s.stored:
 		var err error
 		if raw, err = j.results.raw(i); err != nil {
