@@ -161,8 +161,12 @@ type records struct {
 // openRecords creates the job's directory and opens its records: the
 // stream now, stderr.log and audit.jsonl when something is written to them.
 func openRecords(dir JobDir, stderrLimit int) (*records, error) {
-	if err := os.MkdirAll(string(dir), 0o755); err != nil {
-		return nil, fmt.Errorf("create job directory: %w", err)
+	// One mkdir for a new job's directory under the run's jobs (MkdirAll
+	// stats it and its parent first: two system calls more a job).
+	if os.Mkdir(string(dir), 0o755) != nil {
+		if err := os.MkdirAll(string(dir), 0o755); err != nil { // a resumed job's, or the first
+			return nil, fmt.Errorf("create job directory: %w", err)
+		}
 	}
 	stream, err := os.OpenFile(dir.Stream(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -43,7 +43,7 @@ type Log struct {
 	w       *os.File // append handle
 	offsets []int64  // offsets[i] is where seq i+1 starts; offsets[len] is the end
 	subs    map[*Subscription]struct{}
-	notify  chan struct{} // closed and replaced at every append (long-poll)
+	notify  chan struct{} // closed and replaced at an append that a Wait is blocked on (long-poll)
 	waiting int           // Wait calls blocked on notify
 	closed  bool
 	buf     []byte
@@ -284,12 +284,16 @@ func (l *Log) Append(typ string, obj []byte) (int64, error) {
 		}
 	}
 	l.offsets = append(l.offsets, l.offsets[len(l.offsets)-1]+int64(len(b)))
-	ev := Event{Seq: seq, Type: typ, Raw: append(json.RawMessage(nil), b[:len(b)-1]...)}
-	for s := range l.subs {
-		s.offer(ev)
+	if len(l.subs) > 0 { // a copy for the followers, none when none follow (a run's own log)
+		ev := Event{Seq: seq, Type: typ, Raw: append(json.RawMessage(nil), b[:len(b)-1]...)}
+		for s := range l.subs {
+			s.offer(ev)
+		}
 	}
-	close(l.notify)
-	l.notify = make(chan struct{})
+	if l.waiting > 0 { // only a Wait blocked now holds notify (it counts itself under mu)
+		close(l.notify)
+		l.notify = make(chan struct{})
+	}
 	return seq, nil
 }
 
