@@ -113,9 +113,9 @@ func TestE2ESwitchModelAndMode(t *testing.T) {
 	// A switch right after a session's first message waits for the CLI
 	// that message starts (its init line) and answers with what that CLI
 	// says, never "pending". CLI 2.1.332 confirms the new model with a
-	// one-token API call before the turn's own call; both must reach the
-	// API within the CLI's deadline (this test once held the handler's
-	// lock across this part, so the calls waited behind it and the CLI
+	// one-token API call beside the turn's own; the confirmation must reach
+	// the API within the CLI's deadline (this test once held the handler's
+	// lock across this part, so both calls waited behind it and the CLI
 	// answered check_unreachable).
 	o2 := s.create(jsonString(map[string]any{"repo": repo, "name": "starting"}))
 	s.must(202, "POST", "/api/sessions/"+o2.ID+"/messages", `{"content":"turn four"}`, nil)
