@@ -185,8 +185,14 @@ func TestCorpusExportsShowEverything(t *testing.T) {
 			}
 			md, js := outs[FormatMarkdown], jsonStrings(t, []byte(outs[FormatJSON]))
 			for _, s := range want.texts {
+				inMD := s
+				// A slash command's record reads as the command and its
+				// output ("/compact", "Compacted"), without the CLI's tags.
+				if _, text, ok := commandView(&Record{Type: "user", Blocks: []RBlock{{Type: "text", Text: s}}}); ok {
+					inMD = text
+				}
 				// Nested subagents are blockquoted line by line in Markdown.
-				for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+				for _, l := range strings.Split(strings.TrimSpace(inMD), "\n") {
 					if !strings.Contains(md, l) {
 						t.Errorf("Markdown lacks %q", l)
 					}

@@ -82,6 +82,8 @@ type scenario struct {
 	// golden names the session to export as a golden file ("" for none):
 	// the last session played.
 	golden bool
+	// flags are the flags `history usage` must give its sessions.
+	flags []string
 }
 
 var usage1 = fakeapi.Usage{Input: 1200, Output: 80, CacheRead: 5000, CacheWrite: 300}
@@ -220,6 +222,45 @@ var scenarios = []scenario{
 		golden: true,
 	},
 	{
+		// A /compact between two prompts: the export marks where the
+		// conversation was compacted (trigger, size before) and shows the
+		// CLI's summary as a summary, not as a prompt. The summary call is
+		// billed by the CLI but not written to the transcript, so history
+		// counts the rest and flags the session.
+		name: "compaction",
+		handler: func(string) fakeapi.Handler {
+			return func(r *fakeapi.Request) fakeapi.Response {
+				switch tx := strings.TrimSpace(r.Text()); {
+				case strings.HasSuffix(tx, "Say something."):
+					return fakeapi.Text("Before compaction.").WithUsage(fakeapi.Usage{Input: 1000, Output: 100})
+				case strings.HasSuffix(tx, "Say more."):
+					return fakeapi.Text("Still before compaction.").WithUsage(fakeapi.Usage{Input: 1500, Output: 100})
+				case strings.HasSuffix(tx, "After the compaction."):
+					return fakeapi.Text("Answer after the compaction.").WithUsage(fakeapi.Usage{Input: 800, Output: 60})
+				}
+				// The summary call; 2.1.332 asks again unless it gets an
+				// analysis and a summary block.
+				return fakeapi.Text("<analysis>Short.</analysis>\n<summary>Summary of the conversation.</summary>").WithUsage(fakeapi.Usage{Input: 700, Output: 60})
+			}
+		},
+		play: func(t *testing.T, b *bed) map[string]float64 {
+			// 2.1.197 compacts no fewer than two exchanges.
+			first := b.run("Say something.")
+			second := b.run("Say more.", "--resume", sid(first))
+			compact := b.run("/compact", "--resume", sid(first))
+			if cost(compact) == 0 {
+				t.Fatalf("the /compact run billed nothing: %v", compact)
+			}
+			after := b.run("After the compaction.", "--resume", sid(first))
+			if b.cumulative() { // the running total, less what the /compact run added
+				return map[string]float64{sid(first): cost(after) - (cost(compact) - cost(second))}
+			}
+			return map[string]float64{sid(first): cost(first) + cost(second) + cost(after)}
+		},
+		golden: true,
+		flags:  []string{history.FlagCompacted},
+	},
+	{
 		name: "max-turns",
 		handler: func(string) fakeapi.Handler {
 			return func(*fakeapi.Request) fakeapi.Response {
@@ -265,7 +306,7 @@ func TestEndToEndCostsAndExports(t *testing.T) {
 			var last string
 			for id, want := range billed {
 				sameCents(t, "usage --by session "+id, rows[id].CostUSD, want)
-				if rows[id].UnpricedCalls > 0 || len(rows[id].Flags) > 0 {
+				if rows[id].UnpricedCalls > 0 || !slices.Equal(rows[id].Flags, sc.flags) {
 					t.Errorf("session %s: unpriced %d, flags %v", id, rows[id].UnpricedCalls, rows[id].Flags)
 				}
 				path, err := history.SessionPath(b.env.ConfigDir, b.dir, id)

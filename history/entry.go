@@ -37,6 +37,9 @@ type Entry struct {
 	LastPrompt        string          `json:"lastPrompt,omitempty"`
 	Attachment        json.RawMessage `json:"attachment,omitempty"`
 	Mode              string          `json:"mode,omitempty"`
+	// CompactMetadata is a compact_boundary's: what started the compaction
+	// and how large the conversation was.
+	CompactMetadata *CompactMetadata `json:"compactMetadata,omitempty"`
 	// Summary is a summary entry's text: the session's title.
 	Summary string `json:"summary,omitempty"`
 	// Raw is the whole line, kept only for entry types this reader does
@@ -47,6 +50,13 @@ type Entry struct {
 	// Repaired is true when a known field had an unexpected shape and only
 	// the envelope (type, uuid, timestamp) could be decoded.
 	Repaired bool `json:"-"`
+}
+
+// CompactMetadata is what the CLI records about a compaction on its
+// compact_boundary line.
+type CompactMetadata struct {
+	Trigger   string `json:"trigger,omitempty"` // "manual" (/compact) or "auto"
+	PreTokens int64  `json:"preTokens,omitempty"`
 }
 
 // Message is the API message inside user and assistant entries.

@@ -67,10 +67,14 @@ type Record struct {
 	// Meta marks text the CLI injected rather than a person typed.
 	Meta bool `json:"meta,omitempty"`
 	// CompactSummary marks the summary that replaces compacted history.
-	CompactSummary bool     `json:"compact_summary,omitempty"`
-	APIError       bool     `json:"api_error,omitempty"`
-	Usage          *Usage   `json:"usage,omitempty"`
-	Blocks         []RBlock `json:"blocks,omitempty"`
+	CompactSummary bool `json:"compact_summary,omitempty"`
+	// Compaction is what a compact_boundary (Subtype) says about the
+	// compaction. Its own API call is not in the transcript: it is in the
+	// CLI's total_cost_usd but not in this export's usage.
+	Compaction *Compaction `json:"compaction,omitempty"`
+	APIError   bool        `json:"api_error,omitempty"`
+	Usage      *Usage      `json:"usage,omitempty"`
+	Blocks     []RBlock    `json:"blocks,omitempty"`
 	// Agent fields, for Type "subagent".
 	AgentID     string `json:"agent_id,omitempty"`
 	AgentType   string `json:"agent_type,omitempty"`
@@ -85,6 +89,12 @@ type Record struct {
 	// Continued is true when this assistant entry continues the previous
 	// one (the CLI writes one line per content block of a response).
 	Continued bool `json:"-"`
+}
+
+// Compaction describes a compaction of the conversation.
+type Compaction struct {
+	Trigger   string `json:"trigger,omitempty"`    // "manual" (/compact) or "auto"
+	PreTokens int64  `json:"pre_tokens,omitempty"` // the conversation's size before
 }
 
 // RBlock is one content block of a Record.
@@ -106,6 +116,10 @@ type RBlock struct {
 type Footer struct {
 	Usage Totals    `json:"usage"`
 	Stats ReadStats `json:"read_stats"`
+	// Compactions counts the session's compactions: the CLI billed an API
+	// call for each that it did not write to the transcript, so Usage
+	// leaves them out (`history usage` flags such a session "compacted").
+	Compactions int `json:"compactions,omitempty"`
 }
 
 // renderer is one output format, fed as the transcript streams.
@@ -191,7 +205,7 @@ func Export(ctx context.Context, w io.Writer, sessionFile string, opts ExportOpt
 	if err := x.flush(); err != nil {
 		return err
 	}
-	return r.end(Footer{Usage: x.totals, Stats: x.stats})
+	return r.end(Footer{Usage: x.totals, Stats: x.stats, Compactions: x.compactions})
 }
 
 // newRenderer returns the renderer of opts.Format.
@@ -283,6 +297,9 @@ type exporter struct {
 	totals    Totals
 	stats     ReadStats
 	lastID    string // message id of the previous assistant entry
+	// compactions counts compact_boundary lines: each stands for an API
+	// call the transcript does not have.
+	compactions int
 
 	// pending is the last record written with a usage, held back by one
 	// record so that the usage moves to the last line of its response.
@@ -562,6 +579,13 @@ func (x *exporter) normalise(e *Entry) (*Record, bool) {
 			return nil, false
 		}
 		rec.Blocks = []RBlock{{Type: "text", Text: text}}
+		if e.Subtype == "compact_boundary" {
+			rec.Compaction = &Compaction{}
+			if m := e.CompactMetadata; m != nil {
+				rec.Compaction.Trigger, rec.Compaction.PreTokens = m.Trigger, m.PreTokens
+			}
+			x.compactions++
+		}
 		return rec, true
 	case "summary":
 		if e.Summary == "" {

@@ -210,3 +210,82 @@ func TestThread(t *testing.T) {
 		t.Errorf("stats = %+v", tr.Stats)
 	}
 }
+
+// TestExportCompactionFixture_2_1_332: a session CLI 2.1.332 compacted with
+// /compact (its transcript, less attachments and request bookkeeping). The
+// export marks the compaction with its trigger and size, shows the CLI's
+// summary as a summary and the command as a command (never as a prompt),
+// and its usage counts the two answers, saying the compaction is not.
+func TestExportCompactionFixture_2_1_332(t *testing.T) {
+	path := filepath.Join("testdata", "compaction-2.1.332.jsonl")
+	export := func(f Format) string {
+		var buf bytes.Buffer
+		if err := Export(context.Background(), &buf, path, ExportOptions{Format: f}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	var doc struct {
+		Entries     []Record `json:"entries"`
+		Usage       Totals   `json:"usage"`
+		Compactions int      `json:"compactions"`
+	}
+	if err := json.Unmarshal([]byte(export(FormatJSON)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var boundaries, summaries int
+	for _, r := range doc.Entries {
+		if r.Subtype == "compact_boundary" {
+			boundaries++
+			if r.Compaction == nil || *r.Compaction != (Compaction{Trigger: "manual", PreTokens: 1100}) {
+				t.Errorf("compaction %+v, want manual with 1100 tokens before", r.Compaction)
+			}
+		}
+		if r.CompactSummary {
+			summaries++
+		}
+	}
+	if boundaries != 1 || summaries != 1 || doc.Compactions != 1 {
+		t.Errorf("%d boundaries, %d summaries, footer %d compactions: want 1 each", boundaries, summaries, doc.Compactions)
+	}
+	if doc.Usage.APICalls != 2 || doc.Usage.InputTokens != 1100 {
+		t.Errorf("usage %+v, want the two answers (1,000 + 100 input tokens)", doc.Usage)
+	}
+
+	md := export(FormatMarkdown)
+	for _, want := range []string{
+		"### Conversation compacted (manual, 1,100 tokens before) · 04:09:36",
+		"### Summary of earlier conversation · 04:09:36\n\nThis session is being continued",
+		"### Command · 04:09:35\n\n/compact\n",
+		"### Command output · 04:09:36\n\nCompacted\n",
+		"Not counted: 1 compaction",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if n := strings.Count(md, "### User ·"); n != 2 || strings.Contains(md, "<command-name>") {
+		t.Errorf("%d user headings (want the 2 prompts), or the command's raw tags:\n%s", n, md)
+	}
+	if h := export(FormatHTML); !strings.Contains(h, `<p class="sys compact">Conversation compacted (manual, 1,100 tokens before)`) {
+		t.Errorf("HTML lacks the compaction marker")
+	}
+}
+
+func TestCompactionTitle(t *testing.T) {
+	for _, c := range []struct {
+		in   *Compaction
+		want string
+	}{
+		{nil, "Conversation compacted"},
+		{&Compaction{}, "Conversation compacted"},
+		{&Compaction{Trigger: "auto", PreTokens: 167000}, "Conversation compacted (auto, 167,000 tokens before)"},
+		{&Compaction{Trigger: "manual"}, "Conversation compacted (manual)"},
+		// A hand-edited trigger is no place for markup or lines.
+		{&Compaction{Trigger: "<b>x</b>\n# y", PreTokens: 5}, "Conversation compacted (5 tokens before)"},
+	} {
+		if got := compactionTitle(c.in); got != c.want {
+			t.Errorf("compactionTitle(%+v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -113,13 +113,15 @@ func (h *htmlRenderer) record(r *Record, depth int) error {
 	switch r.Type {
 	case "system":
 		h.closeBox()
-		label := "System"
 		if r.Subtype == "compact_boundary" {
-			label = "Conversation compacted"
-		} else if r.Subtype != "" {
+			h.printf("<p class=\"sys compact\">%s %s<br>%s</p>\n", esc(compactionTitle(r.Compaction)), clock(r), esc(compactionNote))
+			return h.err
+		}
+		label := "System"
+		if r.Subtype != "" {
 			label += ": " + r.Subtype
 		}
-		if t := strings.TrimSpace(r.Blocks[0].Text); t != "" && r.Subtype != "compact_boundary" {
+		if t := strings.TrimSpace(r.Blocks[0].Text); t != "" {
 			// Hook output, local command output, model fallbacks: folded.
 			h.printf("<details class=\"sys\"><summary>%s %s</summary><pre>%s</pre></details>\n", esc(label), clock(r), esc(fold(t, h.fold)))
 			return h.err
@@ -131,6 +133,11 @@ func (h *htmlRenderer) record(r *Record, depth int) error {
 		h.printf("<div class=\"msg title\"><div class=\"meta\">Session title</div>%s</div>\n", esc(strings.TrimSpace(r.Title)))
 		return h.err
 	case "user":
+		if label, text, ok := commandView(r); ok {
+			h.box("user", esc(label)+" · "+clock(r))
+			h.printf("<div class=\"text\">%s</div>\n", esc(fold(text, h.fold)))
+			return h.err
+		}
 		if !onlyToolResults(r) || !h.open {
 			label := "User"
 			if r.CompactSummary {
@@ -234,6 +241,9 @@ func (h *htmlRenderer) endSub(r *Record, depth int) error {
 func (h *htmlRenderer) end(f Footer) error {
 	h.closeBox()
 	h.printf("</main>\n<footer>\n<p>Usage (estimated from the transcript, deduplicated): %s</p>\n", esc(usageLine(f.Usage)))
+	if f.Compactions > 0 {
+		h.printf("<p>%s</p>\n", esc(compactionsLine(f.Compactions)))
+	}
 	if s := statsLine(f.Stats); s != "" {
 		h.printf("<p>Skipped while reading: %s</p>\n", esc(s))
 	}

@@ -303,20 +303,28 @@ func (p *prose) record(r *Record, depth int) error {
 	}
 	switch r.Type {
 	case "system":
-		title := "System"
 		if r.Subtype == "compact_boundary" {
-			title = "Conversation compacted"
-		} else if r.Subtype != "" {
+			p.heading(depth, compactionTitle(r.Compaction), clock(r))
+			p.printf("%s\n\n", compactionNote)
+			return p.err
+		}
+		title := "System"
+		if r.Subtype != "" {
 			title = "System: " + r.Subtype
 		}
 		p.heading(depth, title, clock(r))
-		if t := r.Blocks[0].Text; t != "" && r.Subtype != "compact_boundary" {
+		if t := r.Blocks[0].Text; t != "" {
 			p.printf("%s\n\n", (fold(t, p.fold)))
 		}
 		return p.err
 	case "user":
 		if onlyToolResults(r) {
 			break
+		}
+		if label, text, ok := commandView(r); ok {
+			p.heading(depth, label, clock(r))
+			p.printf("%s\n\n", fold(text, p.fold))
+			return p.err
 		}
 		switch {
 		case r.CompactSummary:
@@ -440,10 +448,86 @@ func (p *prose) end(f Footer) error {
 	} else {
 		p.printf("== USAGE (estimated from the transcript, deduplicated)\n\n%s\n", usageLine(u))
 	}
+	if f.Compactions > 0 {
+		p.printf("\n%s\n", compactionsLine(f.Compactions))
+	}
 	if s := statsLine(f.Stats); s != "" {
 		p.printf("\nSkipped while reading: %s\n", s)
 	}
 	return p.flush()
+}
+
+// commandView reads the CLI's record of a slash command it ran itself
+// (/compact, /model: "<command-name>/compact</command-name>…") or of that
+// command's output, which a person did not type as such: "Command" and
+// "/compact", or "Command output" and the output.
+func commandView(r *Record) (label, text string, ok bool) {
+	if r.Type != "user" || len(r.Blocks) != 1 || r.Blocks[0].Type != "text" {
+		return "", "", false
+	}
+	t := strings.TrimSpace(r.Blocks[0].Text)
+	switch {
+	case strings.HasPrefix(t, "<command-name>"):
+		name, _ := tagText(t, "command-name")
+		args, _ := tagText(t, "command-args")
+		return "Command", strings.TrimSpace(name + " " + args), true
+	case strings.HasPrefix(t, "<local-command-stdout>"):
+		if out, ok := tagText(t, "local-command-stdout"); ok {
+			return "Command output", out, true
+		}
+	}
+	return "", "", false
+}
+
+// tagText is the trimmed text between <tag> and </tag> in t.
+func tagText(t, tag string) (string, bool) {
+	_, rest, ok := strings.Cut(t, "<"+tag+">")
+	if !ok {
+		return "", false
+	}
+	in, _, ok := strings.Cut(rest, "</"+tag+">")
+	return strings.TrimSpace(in), ok
+}
+
+// compactionNote follows a compaction's heading: the summary that comes
+// next is the CLI's, not something a person typed.
+const compactionNote = "The CLI summarised the conversation so far; the summary below replaces it in the model's context."
+
+// compactionTitle names a compaction with what started it and the
+// conversation's size before: "Conversation compacted (manual, 1,100
+// tokens before)".
+func compactionTitle(c *Compaction) string {
+	var parts []string
+	if c != nil && isWord(c.Trigger) {
+		parts = append(parts, c.Trigger)
+	}
+	if c != nil && c.PreTokens > 0 {
+		parts = append(parts, Thousands(c.PreTokens)+" tokens before")
+	}
+	if len(parts) == 0 {
+		return "Conversation compacted"
+	}
+	return "Conversation compacted (" + strings.Join(parts, ", ") + ")"
+}
+
+// isWord reports whether s is a short lower-case word (a trigger the CLI
+// wrote; anything else in a hand-edited file is left out of headings).
+func isWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// compactionsLine is the footer's note on compactions, whose API calls
+// the usage above cannot count.
+func compactionsLine(n int) string {
+	return fmt.Sprintf("Not counted: %s (the CLI bills a summary call for each but does not write it to the transcript).", plural(n, "compaction"))
 }
 
 func usageLine(u Totals) string {

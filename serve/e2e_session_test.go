@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,35 @@ func (w *wsClient) await(typ, sub string) map[string]any {
 		w.t.Fatalf("no %s message with %q (%v); got:\n%s", typ, sub, err, dump(w.all()))
 	}
 	return found
+}
+
+// awaitAll waits for a message of each (type, substring) pair after those
+// already seen, in any order (a reply and the event it caused race to the
+// socket).
+func (w *wsClient) awaitAll(want ...[2]string) {
+	w.t.Helper()
+	var err error
+	done := poll.Until(90*time.Second, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		last := w.seen
+		for _, tw := range want {
+			i := slices.IndexFunc(w.msgs[w.seen:], func(m map[string]any) bool {
+				b, _ := json.Marshal(m)
+				return m["type"] == tw[0] && strings.Contains(string(b), tw[1])
+			})
+			if i < 0 {
+				err = w.err
+				return err != nil
+			}
+			last = max(last, w.seen+i+1)
+		}
+		w.seen = last
+		return true
+	})
+	if !done || err != nil {
+		w.t.Fatalf("no messages %q (%v); got:\n%s", want, err, dump(w.all()))
+	}
 }
 
 func (w *wsClient) all() []map[string]any {
