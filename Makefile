@@ -118,7 +118,8 @@ fuzz:
 ## budget 0.2)
 bench: build claude bench-deps
 	CLAUDE_BIN=$(CURDIR)/$(CLAUDE_BIN) ./scripts/bench-run.sh
-	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 ./scripts/bench-starts.sh
+	STARTS_ROUNDS=3 STARTS_TELEMETRY=1 STARTS_SANDBOX=1 ./scripts/bench-starts.sh
+	STARTS_JOBS=60 STARTS_CONCURRENCY=1 STARTS_ROUNDS=3 STARTS_SANDBOX=1 ./scripts/bench-starts.sh
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
 	SCALE_SERVE=1 ./scripts/bench-scale.sh
