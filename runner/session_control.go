@@ -88,9 +88,9 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) (ControlAc
 // out) is Pending: the next CLI starts with it.
 func (s *Session) control(ctx context.Context, what string, record func(*switches), ask func(*claude.Process) (*claude.ControlReply, error)) (ControlAck, error) {
 	s.mu.Lock()
-	// A message is starting the CLI: wait for it and its init line (a
-	// set_model sent before the init line cannot confirm the model with the
-	// API in time: check_unreachable).
+	// A message is starting the CLI: wait for it and its init line, so
+	// that the switch goes to the CLI that answers the message (and is
+	// acknowledged by it) rather than being left pending for the next.
 	for !s.closed && s.starting() {
 		changed := s.nextChange()
 		s.mu.Unlock()
