@@ -87,7 +87,7 @@ func (p *pane) capture() string {
 func (p *pane) waitDead(within time.Duration) (status string) {
 	p.t.Helper()
 	pid := p.pid()
-	if !poll.Until(within, func() bool {
+	if !poll.UntilEvery(within, paneTick, func() bool {
 		if dead, st := p.dead(); dead && st != "" {
 			status = st
 			return true
@@ -103,7 +103,7 @@ func (p *pane) waitDead(within time.Duration) (status string) {
 	}) {
 		if n, err := strconv.Atoi(pid); err == nil {
 			_ = syscall.Kill(n, syscall.SIGQUIT) // a goroutine dump in the pane
-			poll.Until(5*time.Second, func() bool { dead, _ := p.dead(); return dead })
+			poll.UntilEvery(5*time.Second, paneTick, func() bool { dead, _ := p.dead(); return dead })
 		}
 		p.t.Fatalf("pneuma (pid %s) did not exit within %s of its final output; after SIGQUIT the pane shows:\n%s", pid, within, p.capture())
 	}
@@ -160,19 +160,23 @@ func (p *pane) dead() (bool, string) {
 func (p *pane) waitFor(what string, within time.Duration, cond func(string) bool) string {
 	p.t.Helper()
 	var last string
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	if poll.UntilEvery(within, paneTick, func() bool {
 		if last = p.capture(); cond(last) {
-			return last
+			return true
 		}
 		if dead, status := p.dead(); dead {
 			p.t.Fatalf("pneuma exited (%s) before the pane showed %s; it shows:\n%s", status, what, last)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		return last
 	}
 	p.t.Fatalf("pane never showed %s; it shows:\n%s", what, last)
 	return ""
 }
+
+// paneTick is how often a pane is asked: each ask starts a tmux process.
+const paneTick = 50 * time.Millisecond
 
 func itoa(n int) string { return strconv.Itoa(n) }
 

@@ -15,6 +15,13 @@ const Tick = 10 * time.Millisecond
 // Until polls cond every Tick and reports whether it held within timeout.
 // cond is always called at least once, and once more at the deadline.
 func Until(timeout time.Duration, cond func() bool) bool {
+	return UntilEvery(timeout, Tick, cond)
+}
+
+// UntilEvery is Until polling every interval instead of every Tick: for a
+// condition that is dear to ask (one that starts a process, as a tmux
+// capture does), asked less often.
+func UntilEvery(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
@@ -23,7 +30,7 @@ func Until(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(Tick)
+		time.Sleep(interval)
 	}
 }
 
