@@ -350,8 +350,8 @@ func (s *Session) onResult(res *claude.Result) {
 	}
 	s.stopReason = ""
 	s.endTurn(v)
-	if len(s.inflight) == 0 && len(s.pending) == 0 {
-		s.setStatus(SessionIdle)
+	if len(s.inflight) == 0 { // a message sent during the turn may wait in the queue
+		s.idleUnlessQueued()
 	}
 }
 

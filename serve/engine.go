@@ -55,6 +55,8 @@ type Session interface {
 	SetModel(ctx context.Context, model string) (ControlAck, error)
 	SetPermissionMode(ctx context.Context, mode string) (ControlAck, error)
 	Answer(requestID string, d PermissionDecision) error
+	// State takes the lock under which the session emits a turn's end
+	// (result, turn_end, status): entry.settle relies on it.
 	State() SessionState
 	Close(ctx context.Context) (SessionSummary, error)
 	Shutdown(ctx context.Context) error

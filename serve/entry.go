@@ -304,6 +304,7 @@ func (e *entry) waitTurn(ctx context.Context, ref msgRef) (turn, error) {
 		}
 		e.mu.Unlock()
 		if resultSeq > 0 {
+			e.settle()
 			return e.turnEvents(ref.seq, prevSeq, resultSeq)
 		}
 		if err := ctx.Err(); err != nil {
@@ -361,6 +362,17 @@ func (e *entry) turnEvents(msgSeq, prevResult, result int64) (turn, error) {
 	}
 	t.result = evs[0]
 	return t, nil
+}
+
+// settle returns once the session has finished emitting what ends a turn.
+// The session emits a turn's result, its turn_end and the status after them
+// under one lock, which State takes too; so a client answered after settle
+// that sends its next message at once cannot slip that user_message in
+// between them (a log reading "idle" after it).
+func (e *entry) settle() {
+	if s := e.current(); s != nil {
+		s.State()
+	}
 }
 
 // current returns the open session, or nil.

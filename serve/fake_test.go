@@ -93,6 +93,8 @@ func (s *fakeSession) Send(content string) error {
 			text = rest + rest // an answer longer than any message
 		}
 		s.emit("assistant", map[string]any{"message": map[string]string{"text": text}})
+		s.mu.Lock() // like runner, a turn's end is emitted under the lock State takes
+		defer s.mu.Unlock()
 		if content == "too slow" { // runner cuts a turn past its timeout: no result, a turn_end
 			s.emit("cli_exited", map[string]any{"exit_code": 0, "signal": "SIGINT"})
 			s.emit("turn_end", map[string]string{"status": "failed", "reason": "timeout"})
