@@ -55,7 +55,7 @@ func (f *finish) commitLeftovers(ctx context.Context, of string) string {
 	if f.job.Commit {
 		msg := fmt.Sprintf("pneuma: %s (%s)\n\nWork left uncommitted by job %q of %s, committed by pneuma.\nStatus: %s%s\n",
 			f.job.Name, f.res.Status, f.job.Name, of, f.res.Status, reasonSuffix(f.res.Reason))
-		sha, _, err := f.git.CommitAll(ctx, f.job.Dir, msg)
+		sha, _, err := f.git.CommitAll(ctx, f.job.Dir, f.job.Branch, msg)
 		f.lap(&f.res.Timings.CommitMS)
 		if err != nil {
 			f.warn("commit leftover changes: %v", err)

@@ -531,3 +531,44 @@ func linkCLI(t *testing.T, cli, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSandboxHeadTampered: the worktree's record in the repository is
+// writable inside the sandbox (git there commits through it), HEAD
+// included. An agent that points HEAD at main and leaves a file
+// uncommitted must not get pneuma's own commit of the leftovers, run
+// outside after the job, onto main: the finish refuses the worktree and
+// keeps the work where it is.
+func TestSandboxHeadTampered(t *testing.T) {
+	requireSandbox(t)
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandbox=%v", sandboxed), func(t *testing.T) {
+			b := newBed(t)
+			repo := claudetest.GitRepo(t)
+			main := claudetest.Git(t, repo, "rev-parse", "main")
+			b.jobs["HEAD-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+				if !r.HasToolResult() {
+					return fakeapi.ToolUse(fakeapi.Bash(`echo left > left.txt && echo 'ref: refs/heads/main' > "$(git rev-parse --git-dir)/HEAD" && echo head=ok`))
+				}
+				return fakeapi.Text("pointed HEAD at main")
+			}
+			rep := b.run(b.plan(repo, fmt.Sprintf("version: 1\njobs:\n  - name: head\n    prompt: HEAD-TOKEN move main\n    permission_mode: bypassPermissions\n    sandbox: %v\n", sandboxed)))
+			j := rep.Jobs[0]
+			if stream := readStream(t, j); !strings.Contains(stream, "head=ok") {
+				t.Fatalf("the agent could not write HEAD (the test cannot fail):\n%s", stream)
+			}
+			if got := claudetest.Git(t, repo, "rev-parse", "main"); got != main {
+				log := claudetest.Git(t, repo, "log", "--format=%s", "--name-only", "-1", "main")
+				t.Fatalf("pneuma's commit of the leftovers moved main from %s to %s: %q", main, got, log)
+			}
+			if !strings.Contains(j.Error, "its git metadata changed") || !strings.Contains(j.Error, "not its branch") {
+				t.Errorf("the job's error %q does not say its HEAD was changed", j.Error)
+			}
+			if j.Worktree == "" {
+				t.Fatal("the tampered worktree was not kept")
+			}
+			if data, err := os.ReadFile(filepath.Join(j.Worktree, "left.txt")); err != nil || string(data) != "left\n" {
+				t.Errorf("the agent's leftover was not kept: %q, %v", data, err)
+			}
+		})
+	}
+}

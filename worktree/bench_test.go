@@ -110,7 +110,7 @@ func BenchmarkCommitAllNothing(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if _, committed, err := m.CommitAll(ctx, path, "nothing"); err != nil || committed {
+		if _, committed, err := m.CommitAll(ctx, path, "", "nothing"); err != nil || committed {
 			b.Fatal(committed, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -60,7 +61,12 @@ const (
 )
 
 // CommitAll stages everything in dir's worktree (`git add -A`, which
-// respects .gitignore) and commits it with message. When nothing is staged
+// respects .gitignore) and commits it with message on branch, the branch
+// the worktree was made on: a HEAD that names any other branch, or none,
+// is refused (*TamperedError) before git runs, since `git commit` moves
+// whatever HEAD names and an agent may have rewritten it (branch "" skips
+// that check, for a caller that commits on whatever is checked out). When
+// nothing is staged
 // afterwards it commits nothing and returns the current HEAD with committed
 // false (sha is empty on an unborn branch).
 //
@@ -75,20 +81,35 @@ const (
 //     would block an unattended run;
 //   - without a configured identity it commits as pneuma <pneuma@localhost>,
 //     filling in only the missing user.name or user.email.
-func (m *Manager) CommitAll(ctx context.Context, dir, message string) (sha string, committed bool, err error) {
-	sha, committed, err = m.commitAll(ctx, dir, message)
+func (m *Manager) CommitAll(ctx context.Context, dir, branch, message string) (sha string, committed bool, err error) {
+	sha, committed, err = m.commitAll(ctx, dir, branch, message)
 	if err != nil {
 		return "", false, fmt.Errorf("commit changes in %s: %w", dir, err)
 	}
 	return sha, committed, nil
 }
 
-func (m *Manager) commitAll(ctx context.Context, dir, message string) (string, bool, error) {
+func (m *Manager) commitAll(ctx context.Context, dir, branch, message string) (string, bool, error) {
 	if strings.TrimSpace(message) == "" {
 		return "", false, errors.New("empty commit message")
 	}
 	if _, err := m.checkLinks(dir); err != nil {
 		return "", false, err
+	}
+	if branch != "" {
+		// checkLinks checks HEAD of a worktree this Manager made; this one
+		// may not be (a session resumed by a later process).
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", false, err
+		}
+		admin, err := gitDir(abs)
+		if err != nil {
+			return "", false, &TamperedError{Path: abs, Reason: fmt.Sprintf("find its git dir: %v", err)}
+		}
+		if err := checkHead(abs, admin, branch); err != nil {
+			return "", false, err
+		}
 	}
 	if _, err := m.output(ctx, "-C", dir, "add", "-A"); err != nil {
 		return "", false, err

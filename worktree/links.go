@@ -36,10 +36,11 @@ func (e *TamperedError) Error() string {
 }
 
 // record is what a worktree this Manager made was linked to when it made
-// it: its git dir, and its config.worktree ("" when it had none); and the
-// commit it checked out then (for Reuse of an untouched worktree).
+// it: its git dir, and its config.worktree ("" when it had none); the
+// commit it checked out then (for Reuse of an untouched worktree); and the
+// branch its HEAD names ("" detached, as a retired spare is).
 type record struct {
-	admin, config, head string
+	admin, config, head, branch string
 }
 
 // maxLink bounds what is read of a link file or config.worktree: git writes
@@ -47,8 +48,9 @@ type record struct {
 const maxLink = 64 << 10
 
 // remember notes the links of the worktree at dir, which this Manager has
-// just created or moved there at commit head, for checkLinks.
-func (m *Manager) remember(dir, head string) {
+// just created or moved there at commit head on branch ("" detached), for
+// checkLinks.
+func (m *Manager) remember(dir, head, branch string) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return
@@ -61,7 +63,7 @@ func (m *Manager) remember(dir, head string) {
 	if err != nil {
 		return
 	}
-	m.made.Store(abs, record{admin: filepath.Clean(admin), config: cfg, head: head})
+	m.made.Store(abs, record{admin: filepath.Clean(admin), config: cfg, head: head, branch: branch})
 }
 
 // madeAt returns the commit the worktree at dir was made or moved at by
@@ -86,7 +88,8 @@ func (m *Manager) forget(dir string) {
 // wrote for it: its .git is a file naming a record in a common git dir's
 // worktrees directory, that record names dir's .git back and the common dir
 // as its own, and, for a worktree this Manager made, the record is the one
-// it made and its config.worktree is as it was. It returns the common git
+// it made, its config.worktree is as it was and its HEAD still names the
+// branch it was made on (see checkHead). It returns the common git
 // dir, or "" for a directory that is no linked worktree this Manager made
 // (a main worktree, whose .git is a directory, or no worktree at all: git
 // decides there).
@@ -136,8 +139,35 @@ func (m *Manager) checkLinks(dir string) (common string, err error) {
 		if cfg, err := readOptional(filepath.Join(admin, "config.worktree")); err != nil || cfg != v.(record).config {
 			return "", bad("its settings (%s) changed", filepath.Join(admin, "config.worktree"))
 		}
+		if err := checkHead(abs, admin, v.(record).branch); err != nil {
+			return "", err
+		}
 	}
 	return common, nil
+}
+
+// checkHead makes sure that the HEAD in the worktree's git dir admin
+// names branch (refs/heads/<branch>), or, for branch "", no branch at all
+// (a detached HEAD). The record is writable inside a sandbox (git there
+// commits on the job's branch through it), so an agent can point HEAD at
+// another branch, main say; pneuma's own `git commit` of the leftovers,
+// run outside, would then move that branch. Only the file is read: git is
+// not asked, since it would follow whatever HEAD now says.
+func checkHead(abs, admin, branch string) error {
+	data, err := readLink(filepath.Join(admin, "HEAD"))
+	if err != nil {
+		return &TamperedError{Path: abs, Reason: fmt.Sprintf("read HEAD: %v", err)}
+	}
+	head := strings.TrimRight(data, " \t\r\n")
+	target, symbolic := strings.CutPrefix(head, "ref:")
+	target = strings.TrimSpace(target)
+	switch {
+	case branch == "" && symbolic:
+		return &TamperedError{Path: abs, Reason: fmt.Sprintf("HEAD names %.200q; it was detached", target)}
+	case branch != "" && (!symbolic || target != "refs/heads/"+branch):
+		return &TamperedError{Path: abs, Reason: fmt.Sprintf("HEAD is %.200q, not its branch %s", head, branch)}
+	}
+	return nil
 }
 
 // checkOwn is checkLinks for a worktree that must be a linked worktree of

@@ -3,6 +3,7 @@ package worktree
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestNoAgentCode(t *testing.T) {
 	if _, err := m.Changes(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	head, committed, err := m.CommitAll(ctx, first, "leftovers")
+	head, committed, err := m.CommitAll(ctx, first, "", "leftovers")
 	if err != nil || !committed {
 		t.Fatalf("CommitAll = %v, %v", committed, err)
 	}
@@ -222,7 +223,7 @@ func TestTampered(t *testing.T) {
 			}
 			_, err := m.Status(ctx, dir)
 			refused("Status", err)
-			_, _, err = m.CommitAll(ctx, dir, "leftovers")
+			_, _, err = m.CommitAll(ctx, dir, "", "leftovers")
 			refused("CommitAll", err)
 			_, err = m.DiffStat(ctx, dir, base, base)
 			refused("DiffStat", err)
@@ -255,6 +256,82 @@ func TestTampered(t *testing.T) {
 		fresh := &Manager{Env: m.Env}
 		if err := fresh.Retire(ctx, repo, dir, filepath.Join(repo, ".pneuma", "pool", "ok"), true); err != nil {
 			t.Errorf("Retire of an untouched worktree by another Manager: %v", err)
+		}
+	})
+}
+
+// TestHeadTampered: an agent in a sandbox can write its worktree's record,
+// HEAD included. A HEAD pointed at main (or detached) with a file left
+// uncommitted must not make pneuma's commit of the leftovers move main,
+// neither for the Manager that made the worktree nor for one that did not
+// (given the job's branch); git itself, asked to commit, would.
+func TestHeadTampered(t *testing.T) {
+	t.Parallel()
+	m := testManager(t, identityConfig)
+	repo := newRepo(t, m)
+	ctx := testCtx(t)
+	main := gitT(t, m, repo, "rev-parse", "main")
+	for i, head := range []string{"ref: refs/heads/main\n", "ref:refs/heads/main", main + "\n", "ref: refs/heads/h/0-other\n"} {
+		branch := fmt.Sprintf("h/%d", i)
+		dir := filepath.Join(repo, ".pneuma", "wt", fmt.Sprintf("h%d", i))
+		if err := m.Create(ctx, CreateOptions{Repo: repo, Path: dir, Branch: branch, Base: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		gd, err := gitDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, "work.txt", "the agent's work\n")
+		writeFile(t, gd, "HEAD", head)
+		fresh := &Manager{Env: m.Env}
+		for name, mm := range map[string]*Manager{"maker": m, "another Manager": fresh} {
+			_, _, err := mm.CommitAll(ctx, dir, branch, "leftovers")
+			if te := (*TamperedError)(nil); !errors.As(err, &te) {
+				t.Errorf("HEAD %q: CommitAll by the %s = %v; want a *TamperedError", head, name, err)
+			}
+		}
+		if _, err := m.Head(ctx, dir); !errors.As(err, new(*TamperedError)) {
+			t.Errorf("HEAD %q: Head = %v; want a *TamperedError", head, err)
+		}
+		if got := gitT(t, m, repo, "rev-parse", "main"); got != main {
+			t.Fatalf("HEAD %q: pneuma's commit moved main from %s to %s", head, main, got)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "work.txt")); err != nil || string(data) != "the agent's work\n" {
+			t.Errorf("the work in a tampered worktree was touched: %q, %v", data, err)
+		}
+	}
+
+	// The control: without the branch to check, git commits on main.
+	dir := filepath.Join(repo, ".pneuma", "wt", "h0")
+	if _, _, err := (&Manager{Env: m.Env}).CommitAll(ctx, dir, "", "leftovers"); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, m, repo, "rev-parse", "main"); got == main {
+		t.Fatal("the control commit did not move main: the test cannot fail")
+	}
+
+	t.Run("untampered", func(t *testing.T) {
+		dir := filepath.Join(repo, ".pneuma", "wt", "ok")
+		if err := m.Create(ctx, CreateOptions{Repo: repo, Path: dir, Branch: "h/ok", Base: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, "work.txt", "work\n")
+		sha, committed, err := m.CommitAll(ctx, dir, "h/ok", "leftovers")
+		if err != nil || !committed || gitT(t, m, repo, "rev-parse", "h/ok") != sha {
+			t.Fatalf("CommitAll on its own branch = %s, %v, %v", sha, committed, err)
+		}
+		// Retired (detached) and reused on another branch: still its own.
+		spare := filepath.Join(repo, ".pneuma", "pool", "ok")
+		if err := m.Retire(ctx, repo, dir, spare, true); err != nil {
+			t.Fatal(err)
+		}
+		again := filepath.Join(repo, ".pneuma", "wt", "ok2")
+		if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: spare, Path: again, Branch: "h/ok2", Base: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, again, "more.txt", "more\n")
+		if _, committed, err := m.CommitAll(ctx, again, "h/ok2", "leftovers"); err != nil || !committed {
+			t.Fatalf("CommitAll after reuse = %v, %v", committed, err)
 		}
 	})
 }

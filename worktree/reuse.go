@@ -106,7 +106,7 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 		m.undoBranch(ctx, from, o.Branch, sha)
 		return err
 	}
-	m.remember(to, sha)
+	m.remember(to, sha, o.Branch)
 	return nil
 }
 
@@ -163,6 +163,7 @@ func (m *Manager) undoBranch(ctx context.Context, dir, branch, sha string) {
 	cctx, cancel := cleanupCtx(ctx)
 	defer cancel()
 	if _, err := m.output(cctx, "-C", dir, "update-ref", "--no-deref", "-m", "pneuma: reuse undone", "HEAD", sha); err == nil {
+		m.remember(dir, sha, "") // detached at sha: what checkLinks expects from now on
 		_, _ = m.output(cctx, "-C", dir, "update-ref", "-d", "refs/heads/"+branch, sha)
 	}
 }
@@ -219,6 +220,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if _, err := m.output(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
 		return err
 	}
+	m.remember(path, head, "") // detached now, should the move fail
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
@@ -231,7 +233,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if err != nil {
 		return err
 	}
-	m.remember(to, head)
+	m.remember(to, head, "")
 	return nil
 }
 

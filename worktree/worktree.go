@@ -420,7 +420,7 @@ func (m *Manager) create(ctx context.Context, o CreateOptions) error {
 	if err := m.addWorktree(ctx, o.Repo, path, o.Branch, sha, o.Existing); err != nil {
 		return err
 	}
-	m.remember(path, sha)
+	m.remember(path, sha, o.Branch)
 	// Only the bookkeeping (branch, .git/worktrees entry) is serialised;
 	// the checkout, which is most of the time on a big tree, runs
 	// concurrently in the worktree's own index.

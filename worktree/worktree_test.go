@@ -614,7 +614,7 @@ func TestCommitAll(t *testing.T) {
 			if err := os.Remove(filepath.Join(repo, "src", "a.txt")); err != nil {
 				t.Fatal(err)
 			}
-			sha, committed, err := m.CommitAll(ctx, repo, "pneuma: leftover changes")
+			sha, committed, err := m.CommitAll(ctx, repo, "", "pneuma: leftover changes")
 			if err != nil || !committed {
 				t.Fatalf("CommitAll = %q, %v, %v", sha, committed, err)
 			}
@@ -640,7 +640,7 @@ func TestCommitAll(t *testing.T) {
 				t.Errorf("still dirty after CommitAll: %v", files)
 			}
 
-			again, committed, err := m.CommitAll(ctx, repo, "nothing")
+			again, committed, err := m.CommitAll(ctx, repo, "", "nothing")
 			if err != nil || committed || again != sha {
 				t.Errorf("CommitAll with nothing to commit = %q, %v, %v; want %q, false, nil", again, committed, err, sha)
 			}
@@ -750,7 +750,7 @@ func TestRemove(t *testing.T) {
 
 	clean := create("clean")
 	writeFile(t, clean, "work.txt", "committed work\n")
-	sha, _, err := m.CommitAll(ctx, clean, "work")
+	sha, _, err := m.CommitAll(ctx, clean, "", "work")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -892,7 +892,7 @@ func TestReuse(t *testing.T) {
 	writeFile(t, first, "new.txt", "first\n")
 	writeFile(t, first, ".gitignore", "build/\n")
 	writeFile(t, first, filepath.Join("build", "out.bin"), "artifact\n")
-	if _, _, err := m.CommitAll(ctx, first, "first"); err != nil {
+	if _, _, err := m.CommitAll(ctx, first, "", "first"); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, first, filepath.Join("build", "more.bin"), "ignored, uncommitted\n")
