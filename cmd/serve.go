@@ -127,7 +127,7 @@ func NewCmdServe(io *IO, runF func(context.Context, *ServeOptions) error) *cobra
 	f.String("public-url", "", "the URL clients reach the server by (its host is the Host header allowed besides the --addr's; permission notifications link to it)")
 	f.Duration("link-ttl", serve.DefaultLinkTTL, "how long the approval link of a permission notification works (it needs --public-url)")
 	f.String("access-log", "-", "where the access log goes: a file, - for stderr, off for none")
-	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, plugin_dirs, agent, no_worktree, remote, push, pull_request, sandbox_network, notify (repeatable)")
+	f.StringArray("client-allow", nil, "a host-reaching field clients may set: verify, extra_args, mcp_config, settings, env, add_dirs, plugin_dirs, agent, no_worktree, remote, push, pull_request, sandbox_network, sandbox_read, sandbox_write, notify (repeatable)")
 	f.StringArray("client-permission-mode", nil, "a permission mode clients may use (repeatable; default: default, acceptEdits, plan)")
 	f.Int("client-max-turns", 0, "the largest max_turns a client may set (0: no cap)")
 	f.Float64("client-max-budget-usd", 0, "the largest budget a client may set, per job or run (0: no cap)")

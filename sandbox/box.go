@@ -69,6 +69,9 @@ func Open(cfg Config) (*Box, error) {
 		}
 		cfg.Self = self
 	}
+	if err := checkWrite(cfg); err != nil {
+		return nil, err
+	}
 	cfg.Self = forwarder(cfg.Self)
 	host, port, loop, err := apiHost(cfg.APIURL)
 	if err != nil {

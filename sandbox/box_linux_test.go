@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,4 +329,104 @@ func TestBoxShowsOnlyTheCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBoxPathsKeepGitClosed: a job's read and write paths never undo what
+// protects the repository: with the repository itself, its .git or its
+// .pneuma as a write path (or .pneuma as a read path), the repository's
+// config, hooks and other branches stay read-only and other jobs'
+// worktrees hidden, while the job still commits on its own branch and the
+// rest of the write path is writable. (A config written there would name a
+// filter driver that pneuma's own `git add -A` runs outside.)
+func TestBoxPathsKeepGitClosed(t *testing.T) {
+	bwrap := needBwrap(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	other := filepath.Join(repo, ".pneuma", "worktrees", "r1", "other")
+	git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/other", other)
+	base := git(repo, "rev-parse", "main")
+	gd := filepath.Join(repo, ".git")
+	for i, spec := range []Spec{
+		{Enabled: true, Write: []string{repo}},
+		{Enabled: true, Write: []string{gd}},
+		{Enabled: true, Write: []string{filepath.Join(repo, ".pneuma")}},
+		{Enabled: true, Read: []string{filepath.Join(repo, ".pneuma")}, Write: []string{gd + "/"}},
+	} {
+		t.Run(fmt.Sprintf("read=%v,write=%v", spec.Read, spec.Write), func(t *testing.T) {
+			wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", fmt.Sprintf("mine%d", i))
+			branch := fmt.Sprintf("pneuma/r1/mine%d", i)
+			git(repo, "worktree", "add", "-q", "-b", branch, wt)
+			box, err := Open(Config{Spec: spec, Bwrap: bwrap, Dir: wt, Repo: repo, Home: root, StateDir: filepath.Join(root, "state", strconv.Itoa(i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			argv := box.Command(wt, []string{"/bin/sh", "-c", `echo a > a && git add a && git commit -q -m inside && echo commit=ok
+git config --file ` + gd + `/config filter.evil.clean "touch ` + root + `/filter-ran" && echo config=ok
+echo x > ` + gd + `/hooks/post-commit && echo hook=ok
+echo x > ` + gd + `/info/attributes && echo info=ok
+git update-ref refs/heads/main HEAD && echo main=ok
+echo x > ` + other + `/escaped.txt && echo other-worktree=ok
+cat ` + other + `/.git && echo read-other=ok
+echo x > ` + repo + `/top.txt && echo top=ok`})
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Env = box.Env(env)
+			out, _ := cmd.CombinedOutput()
+			box.SyncRefs()
+			got := string(out)
+			if !strings.Contains(got, "commit=ok") {
+				t.Fatalf("the commit inside failed:\n%s", got)
+			}
+			if log := git(repo, "log", "-1", "--format=%s", branch); log != "inside" {
+				t.Errorf("the job's branch outside: %q, want its commit inside", log)
+			}
+			for _, escape := range []string{"config", "hook", "info", "main", "other-worktree", "read-other"} {
+				if strings.Contains(got, escape+"=ok") {
+					t.Errorf("%s: got through from inside:\n%s", escape, got)
+				}
+			}
+			if cfg, _ := os.ReadFile(filepath.Join(gd, "config")); strings.Contains(string(cfg), "evil") {
+				t.Errorf("the repository's config was written from inside:\n%s", cfg)
+			}
+			if git(repo, "rev-parse", "main") != base {
+				t.Error("main moved from inside")
+			}
+			// The write path is honoured for the rest of what it names.
+			if wantTop := spec.Write[0] == repo; strings.Contains(got, "top=ok") != wantTop {
+				t.Errorf("writing the repository's checkout with write %v: %v, want %v:\n%s", spec.Write, !wantTop, wantTop, got)
+			}
+		})
+	}
+
+	t.Run("a write path holding a program run outside", func(t *testing.T) {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{filepath.Dir(self), self} {
+			_, err := Open(Config{Spec: Spec{Enabled: true, Write: []string{w}}, Bwrap: bwrap, Self: self, Dir: repo, Home: root, StateDir: filepath.Join(root, "state", "self")})
+			if err == nil || !strings.Contains(err.Error(), "a program pneuma runs outside") {
+				t.Errorf("Open with write %s holding pneuma = %v, want refused", w, err)
+			}
+		}
+	})
 }

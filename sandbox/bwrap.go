@@ -40,8 +40,11 @@ func (a *argv) bind(flag, path string) {
 
 // bwrapArgs confines a command whose working directory is dir. Later
 // mounts cover earlier ones, so the order is: namespaces, system, private
-// tmp and home, the repository read-only with its .pneuma hidden, then
-// what is writable.
+// tmp and home, the repository read-only, the job's read and write paths,
+// then what protects pneuma and the repository (see protect), so that no
+// read or write path, whatever it names, undoes it: the repository's git
+// dir read-only, its .pneuma hidden, pneuma and the CLI read-only; then the
+// job's worktree and what git needs to commit on its branch.
 func (b *Box) bwrapArgs(dir string) []string {
 	var a argv
 	a.add(namespaceFlags...)
@@ -61,22 +64,15 @@ func (b *Box) bwrapArgs(dir string) []string {
 	a.add(cliArgs(b.cfg.Binary)...)
 	if r := b.cfg.Repo; r != "" {
 		a.bind("--ro-bind", r)
-		if _, err := os.Stat(filepath.Join(r, ".pneuma")); err == nil {
-			a.add("--tmpfs", filepath.Join(r, ".pneuma"))
-		}
 	}
 	for _, p := range b.cfg.Spec.Read {
 		a.bind("--ro-bind", p)
 	}
-	// Each mount costs bubblewrap time: none for what a system dir shows.
-	if !inSystemDir(b.cfg.Self) {
-		a.bind("--ro-bind", b.cfg.Self)
-	}
-	a.bind("--bind", dir)
-	a.add(b.gitArgs(dir)...)
 	for _, p := range b.cfg.Spec.Write {
 		a.bind("--bind", p)
 	}
+	a.add(b.protect(dir)...)
+	a.add(b.gitArgs(dir)...)
 	a.bind("--bind", b.configDir)
 	if b.cfg.ConfigSrc != "" {
 		if cred := filepath.Join(b.cfg.ConfigSrc, ".credentials.json"); fileExists(cred) {
@@ -86,6 +82,76 @@ func (b *Box) bwrapArgs(dir string) []string {
 	a.add("--bind", filepath.Join(b.sockDir, "proxy.sock"), insideSocket)
 	a.add("--chdir", dir)
 	return a
+}
+
+// protect are the binds that keep the job's read and write paths (which
+// come before them) from opening what the job must not change, and the
+// job's worktree: the repository's .git read-only (its config names
+// filter, diff and merge drivers that pneuma's own git, run outside after
+// the job, would run: a write path of "." or ".git" must not reach it;
+// gitBinds opens what a commit on the job's branch needs), its .pneuma
+// hidden (other jobs' worktrees, the runs' records and state), pneuma's
+// executable read-only (Open refuses a write path that holds it or the
+// CLI). The worktree is bound after a hidden .pneuma that holds it, before
+// one that does not (a job without a worktree works in the repository
+// itself, whose .pneuma stays hidden; its .git is then writable but for
+// the config and hooks gitBinds binds read-only over it).
+func (b *Box) protect(dir string) []string {
+	var a argv
+	if r := b.cfg.Repo; r != "" && !within(filepath.Join(r, ".git"), dir) {
+		a.bind("--ro-bind", filepath.Join(r, ".git"))
+	}
+	// Each mount costs bubblewrap time: none for what a system dir shows.
+	if !inSystemDir(b.cfg.Self) {
+		a.bind("--ro-bind", b.cfg.Self)
+	}
+	hide := ""
+	if r := b.cfg.Repo; r != "" {
+		if _, err := os.Stat(filepath.Join(r, ".pneuma")); err == nil {
+			hide = filepath.Join(r, ".pneuma")
+		}
+	}
+	switch {
+	case hide != "" && within(dir, hide):
+		a.add("--tmpfs", hide)
+		a.bind("--bind", dir)
+	case hide != "":
+		a.bind("--bind", dir)
+		a.add("--tmpfs", hide)
+	default:
+		a.bind("--bind", dir)
+	}
+	return a
+}
+
+// checkWrite refuses a write path that is or holds a program pneuma runs
+// outside the sandbox: pneuma itself (and its forwarder), the CLI (the path it is run by, its
+// installation, the node beside it). Inside, the agent could replace it.
+func checkWrite(cfg Config) error {
+	var progs []string
+	for _, p := range []string{cfg.Self, forwarder(cfg.Self), cfg.Binary} {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		progs = append(progs, filepath.Clean(p), filepath.Join(filepath.Dir(p), "node"))
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			progs = append(progs, real, cliInstall(real))
+		}
+	}
+	for i, w := range cfg.Spec.Write {
+		dirs := []string{filepath.Clean(w)}
+		if real, err := filepath.EvalSymlinks(w); err == nil {
+			dirs = append(dirs, real)
+		}
+		for _, p := range progs {
+			for _, d := range dirs {
+				if within(p, d) {
+					return fmt.Errorf("sandbox: write[%d] %s holds %s, a program pneuma runs outside the sandbox: the agent could replace it", i, w, p)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // inSystemDir reports whether path is inside one of the systemDirs bound
@@ -195,11 +261,10 @@ func claudePackage(dir string) bool {
 // the object store, the worktree's record in the repository, and its
 // branch's ref through own (see ownRef; nil when dir is no linked worktree
 // on a branch). The repository's config, hooks and other refs stay
-// read-only. A directory that is its own repository (no linked worktree)
-// is writable already: its config and hooks are bound read-only over it.
-// A repository inside repo (bound read-only, its .pneuma hidden) and not
-// inside the writable dir shows its config and hooks read-only already:
-// they get no mount of their own.
+// read-only: its git dir is bound read-only before (see protect for the
+// repository's own .git). A directory that is its own repository (no
+// linked worktree) is writable already: its config and hooks are bound
+// read-only over it.
 func gitBinds(dir, state, repo string) (args []string, own *ownRef) {
 	var a argv
 	dotgit := filepath.Join(dir, ".git")
@@ -216,16 +281,29 @@ func gitBinds(dir, state, repo string) (args []string, own *ownRef) {
 	if err != nil {
 		return nil, nil
 	}
+	// The repository's own .git is bound read-only already (see protect);
+	// a git dir elsewhere is bound read-only here, so that no write path
+	// holding it opens its config, hooks or other refs.
+	if repo == "" || !samePath(common, filepath.Join(repo, ".git")) {
+		a.bind("--ro-bind", common)
+	}
 	a.bind("--bind", filepath.Join(common, "objects"))
 	a.bind("--bind", record)
 	if ref != "" {
 		own = newOwnRef(common, ref, state)
 	}
-	if repo == "" || !within(common, repo) || within(common, filepath.Join(repo, ".pneuma")) || within(common, dir) {
-		a.bind("--ro-bind", filepath.Join(common, "config"))
-		a.bind("--ro-bind", filepath.Join(common, "hooks"))
-	}
 	return a, own
+}
+
+// samePath reports whether a and b name the same file: equal when clean,
+// or after symbolic links are resolved.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // worktreeGit reads a linked worktree's .git file: its record in the

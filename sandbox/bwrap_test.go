@@ -84,8 +84,7 @@ func TestGitBinds(t *testing.T) {
 		"--bind " + gd + "/worktrees/mine " + gd + "/worktrees/mine",
 		"--bind " + state + "/git/refs " + gd + "/refs/heads/pneuma/r1",
 		"--bind " + state + "/git/logs " + gd + "/logs/refs/heads/pneuma/r1",
-		"--ro-bind " + gd + "/config " + gd + "/config",
-		"--ro-bind " + gd + "/hooks " + gd + "/hooks",
+		"--ro-bind " + gd + " " + gd + " --bind " + gd + "/objects",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("gitBinds lacks %q:\n%s", want, got)
@@ -94,11 +93,15 @@ func TestGitBinds(t *testing.T) {
 	if strings.Contains(got, "r1/mine "+gd+"/refs/heads/pneuma/r1/mine") {
 		t.Errorf("the job's own ref is bound read-only:\n%s", got)
 	}
-	// Inside the repository bound read-only, config and hooks need no
-	// mount of their own; inside the writable dir they do.
+	// The repository's own .git is bound read-only by protect, after the
+	// job's read and write paths: gitBinds binds it no second time.
 	inRepo := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo}}).gitArgs(wt), " ")
-	if strings.Contains(inRepo, "--ro-bind "+gd+"/config") || !strings.Contains(inRepo, "--bind "+gd+"/objects") {
+	if strings.Contains(inRepo, "--ro-bind "+gd) || !strings.Contains(inRepo, "--bind "+gd+"/objects") {
 		t.Errorf("gitBinds with the repository read-only:\n%s", inRepo)
+	}
+	all := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo, Spec: Spec{Write: []string{repo}}}}).bwrapArgs(wt), " ")
+	if w, p := strings.Index(all, "--bind "+repo+" "), strings.Index(all, "--ro-bind "+gd+" "); w < 0 || p < w {
+		t.Errorf("the repository's .git is not bound read-only after the write path that holds it:\n%s", all)
 	}
 	if !inSystemDir("/usr/bin/git") || inSystemDir(repo) || inSystemDir("/usr/../tmp") {
 		t.Error("inSystemDir")

@@ -45,7 +45,7 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
 		s.createSession(w, r) // it answers the decoding problems
 		return
 	}
-	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: s.cfg.WorkDir}
+	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: s.cfg.WorkDir, state: s.cfg.StateDir}
 	if err := c.session(spec); err != nil {
 		policyError(w, err, "invalid session")
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 const (
@@ -459,4 +460,88 @@ func firstPanic(s string) string {
 		}
 	}
 	return tail(s, 3000)
+}
+
+// A client's sandbox read and write paths never open git's or pneuma's own
+// files: a path that is, holds or is inside a repository's .git, a .pneuma
+// or the server's state dir is a 400 naming the field and the path, even
+// with the operator's sandbox_read and sandbox_write allowed (a writable
+// .git/config names a filter the server's own `git add -A` runs on the
+// host). Under --client-sandbox, read and write paths need the operator's
+// allow at all, as network hosts do.
+func TestE2ESandboxPaths(t *testing.T) {
+	requireBwrap(t)
+	repo := claudetest.GitRepo(t)
+	root := filepath.Dir(repo) // holds the repository and the server's state dir
+	for _, d := range []string{filepath.Join(repo, ".pneuma", "worktrees"), filepath.Join(repo, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := claudetest.NewEnv(t, idleAPI(t).URL)
+	s := startServerArgs(t, env, root, "--client-sandbox", "--client-allow", "sandbox_read", "--client-allow", "sandbox_write")
+	var state string
+	for i, a := range s.args {
+		if a == "--state-dir" {
+			state = s.args[i+1]
+		}
+	}
+	if !strings.HasPrefix(state, root+string(filepath.Separator)) {
+		t.Fatalf("the state dir %s is not under the root %s: the test cannot fail", state, root)
+	}
+	ask := func(key string, paths ...string) string {
+		return jsonString(map[string]any{"repo": repo, "sandbox": map[string]any{key: paths}})
+	}
+	gd := filepath.Join(repo, ".git")
+	for _, tc := range []struct{ body, field, path string }{
+		{ask("write", repo), "sandbox.write[0]", repo},
+		{ask("write", "."), "sandbox.write[0]", "."},
+		{ask("write", filepath.Join(repo, "sub"), gd), "sandbox.write[1]", gd},
+		{ask("write", filepath.Join(gd, "hooks")), "sandbox.write[0]", filepath.Join(gd, "hooks")},
+		{ask("write", filepath.Join(repo, "sub", "..", ".git", "config")), "sandbox.write[0]", "config"},
+		{ask("write", filepath.Join(repo, ".pneuma")), "sandbox.write[0]", ".pneuma"},
+		{ask("read", filepath.Join(repo, ".pneuma", "worktrees")), "sandbox.read[0]", ".pneuma"},
+		{ask("write", state), "sandbox.write[0]", state},
+		{ask("read", state), "sandbox.read[0]", state},
+		{ask("read", root), "sandbox.read[0]", root},
+		{jsonString(map[string]string{"jobs_yaml": fmt.Sprintf("version: 1\njobs:\n  - name: a\n    prompt: hi\n    repo: %s\n    sandbox: {write: [%s]}\n", repo, gd)}), "jobs[0].sandbox.write[0]", gd},
+	} {
+		route := "/api/sessions"
+		if strings.Contains(tc.body, "jobs_yaml") {
+			route = "/api/runs"
+		}
+		resp, data := s.req(operateToken, "POST", route, tc.body, nil)
+		var ae struct {
+			Problems []struct{ Field, Message string }
+		}
+		_ = json.Unmarshal(data, &ae)
+		if resp.StatusCode != 400 || len(ae.Problems) != 1 || ae.Problems[0].Field != tc.field || !strings.Contains(ae.Problems[0].Message, tc.path) {
+			t.Errorf("%s %s: %d %s, want 400 naming %s and %s", route, tc.body, resp.StatusCode, data, tc.field, tc.path)
+		}
+	}
+	// A plain directory of the checkout is fine.
+	var o session
+	s.must(201, "POST", "/api/sessions", ask("write", filepath.Join(repo, "sub")), &o)
+	s.must(200, "DELETE", "/api/sessions/"+o.ID, nil, nil)
+
+	// Without the operator's allow, under --client-sandbox, none at all.
+	closed := startServerArgs(t, env, root, "--client-sandbox")
+	for _, key := range []string{"read", "write"} {
+		resp, data := closed.req(operateToken, "POST", "/api/sessions", ask(key, filepath.Join(repo, "sub")), nil)
+		if resp.StatusCode != 403 || !strings.Contains(string(data), "sandbox."+key) || !strings.Contains(string(data), "sandbox_"+key) {
+			t.Errorf("sandbox.%s without the operator's allow: %d %s, want 403 naming sandbox_%s", key, resp.StatusCode, data, key)
+		}
+	}
+}
+
+// requireBwrap fails the test in CI when bubblewrap cannot run here (a
+// forced sandbox needs it), and skips it elsewhere.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the test needs bubblewrap: %v", err)
+		}
+		t.Skip(err)
+	}
 }

@@ -1,8 +1,12 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -36,7 +40,8 @@ type Policy struct {
 	MaxTimeout   time.Duration
 	// Sandbox runs every job and session a client starts in pneuma's
 	// sandbox: `sandbox: false` is refused, and hosts a client adds to
-	// the sandbox's network need "sandbox_network" in Allow.
+	// the sandbox's network need "sandbox_network" in Allow, paths it
+	// opens "sandbox_read" or "sandbox_write".
 	Sandbox bool
 }
 
@@ -45,7 +50,7 @@ type Policy struct {
 var DefaultPermissionModes = []string{"default", "acceptEdits", "plan"}
 
 // GatedFields are the values of Policy.Allow.
-var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "plugin_dirs", "agent", "no_worktree", "remote", "push", "pull_request", "sandbox_network", "notify"}
+var GatedFields = []string{"verify", "extra_args", "mcp_config", "settings", "env", "add_dirs", "plugin_dirs", "agent", "no_worktree", "remote", "push", "pull_request", "sandbox_network", "sandbox_read", "sandbox_write", "notify"}
 
 // MaxNameBytes bounds a session's or job's name: names become branch
 // names and commit messages.
@@ -145,6 +150,8 @@ type policyCheck struct {
 	roots []string
 	// dir is where relative paths are resolved (the jobs file's directory).
 	dir string
+	// state is the server's state dir, which no sandbox path may open.
+	state string
 }
 
 // capJob gives a job the operator's caps as its limits where the client set
@@ -258,13 +265,101 @@ func (c *policyCheck) sandbox(path string, spec *jobfile.Job) error {
 		key   string
 		paths []string
 	}{{"read", sb.Read}, {"write", sb.Write}} {
+		if len(list.paths) > 0 && c.p.Sandbox {
+			if err := c.gated(path+"."+list.key, "sandbox_"+list.key); err != nil {
+				return err
+			}
+		}
 		for i, p := range list.paths {
-			if err := c.path(fmt.Sprintf("%s.%s[%d]", path, list.key, i), p); err != nil {
+			field := fmt.Sprintf("%s.%s[%d]", path, list.key, i)
+			if err := c.path(field, p); err != nil {
+				return err
+			}
+			if err := c.sandboxPath(field, p); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// maxScan bounds the entries sandboxPath looks at below a sandbox path.
+const maxScan = 10000
+
+// sandboxPath refuses (400) a sandbox read or write path that is, holds or
+// is inside a git dir (a repository's .git, a bare repository), a .pneuma
+// (other jobs' worktrees, runs' records) or the server's state dir
+// (sessions, runs, tokens). A writable git config names filter drivers
+// that the server's own `git add -A` runs on the host; the sandbox binds
+// these read-only or hidden after the job's paths anyway (sandbox.protect),
+// but only for the job's own repository. A directory with more than
+// maxScan entries below it cannot be checked, and is refused too.
+func (c *policyCheck) sandboxPath(field, p string) error {
+	abs := runner.ResolvePath(c.dir, p)
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	bad := func(why string) error {
+		return refuseInput(field, "%s %s: a sandbox path must not open git's or pneuma's own files", p, why)
+	}
+	if st := c.state; st != "" {
+		if a, err := filepath.Abs(st); err == nil {
+			st = a
+		}
+		if real, err := filepath.EvalSymlinks(st); err == nil {
+			st = real
+		}
+		if within(abs, st) || within(st, abs) {
+			return bad("is, holds or is inside the server's state dir")
+		}
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if b := filepath.Base(d); b == ".git" || b == ".pneuma" || gitDirAt(d) {
+			return bad("is inside a git dir or .pneuma (" + d + ")")
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	n := 0
+	err := filepath.WalkDir(abs, func(q string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable here: unreadable inside too
+		}
+		if n++; n > maxScan {
+			return errTooBig
+		}
+		if b := e.Name(); q != abs && (b == ".git" || b == ".pneuma") || e.IsDir() && gitDirAt(q) {
+			return fmt.Errorf("holds %s", q)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTooBig):
+		return bad(fmt.Sprintf("holds more than %d files and directories, too many to check for a git dir", maxScan))
+	case err != nil:
+		return bad(err.Error() + ", a git dir or .pneuma")
+	}
+	return nil
+}
+
+var errTooBig = errors.New("too big")
+
+// gitDirAt reports whether dir looks like a git dir (HEAD, objects and
+// refs), as a bare repository is.
+func gitDirAt(dir string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether path is dir or below it (both clean, absolute).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func (c *policyCheck) gated(path, key string) error {
@@ -393,7 +488,8 @@ func checkName(field, name string) error {
 	return nil
 }
 
-// NameError is a name refused as input (400, not 403: it is malformed).
+// NameError is input refused as malformed or unsafe whatever the policy
+// (400, not 403): a name, a sandbox path onto git's or pneuma's own files.
 type NameError struct{ Problem Problem }
 
 func (e *NameError) Error() string { return e.Problem.Field + ": " + e.Problem.Message }
@@ -401,6 +497,9 @@ func (e *NameError) Error() string { return e.Problem.Field + ": " + e.Problem.M
 func refuseName(field, format string, args ...any) error {
 	return &NameError{Problem{Field: field, Message: fmt.Sprintf(format, args...)}}
 }
+
+// refuseInput is refuseName for input other than a name.
+var refuseInput = refuseName
 
 func lastKey(path string) string {
 	if i := strings.LastIndexByte(path, '.'); i >= 0 {

@@ -302,7 +302,7 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: dir}
+	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: dir, state: s.cfg.StateDir}
 	if err := c.file(f); err != nil {
 		return nil, err
 	}

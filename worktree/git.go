@@ -160,6 +160,16 @@ func (m *Manager) output(ctx context.Context, args ...string) ([]byte, error) {
 // them. Options given with -c win over every config file and reach the git
 // processes git starts itself (as GIT_CONFIG_PARAMETERS). The user's hooks
 // still run when the user's own git lands the branch.
+//
+// Filter, diff, merge and textconv drivers are commands too, and `git add
+// -A` runs a clean filter on the host. The worktree's .gitattributes is
+// the agent's to write, but an attribute only names a driver: the command
+// is defined in config alone (the repository's config, read-only inside
+// the sandbox whatever its read and write paths say, see sandbox.protect;
+// the worktree's config.worktree, which checkLinks compares with what it
+// was, and which git reads only when the read-only config enables
+// extensions.worktreeConfig). So protecting config suffices, and no -c
+// here overrides drivers (it cannot: their names are the agent's choice).
 var noAgentCode = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}
 
 func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
