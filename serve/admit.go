@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -48,6 +49,14 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) {
 	c := policyCheck{p: &s.cfg.Policy, roots: s.cfg.Roots, dir: s.cfg.WorkDir, state: s.cfg.StateDir}
 	if err := c.session(spec); err != nil {
 		policyError(w, err, "invalid session")
+		return
+	}
+	// The CLI resumes any session it finds in its projects (the operator's
+	// other conversations, in this repository or by id alone): a client
+	// resumes only what one of the server's sessions holds.
+	if spec.Resume != "" && !s.sessions.ownsCLISession(spec.Resume) {
+		writeJSON(w, http.StatusBadRequest, apiError{Error: "invalid session", Problems: []Problem{{Field: "resume",
+			Message: fmt.Sprintf("%.100q is not the CLI session of a session of this server", spec.Resume)}}})
 		return
 	}
 	s.gate.mu.Lock()

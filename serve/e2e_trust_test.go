@@ -545,3 +545,41 @@ func requireBwrap(t *testing.T) {
 		t.Skip(err)
 	}
 }
+
+// A client resumes only a CLI session of one of the server's own sessions:
+// the CLI would resume any conversation of the operator's it finds (here
+// one held by another server of the same user, in the same repository),
+// so another id is a 400 naming resume, while the server's own session,
+// closed, still resumes.
+func TestE2EResumeOwnSessionsOnly(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response { return fakeapi.Text("ok") })
+	env := claudetest.NewEnv(t, api.URL)
+	other := startServerArgs(t, env, repo) // the operator's other server: same HOME, same CLI projects
+	foreign := other.create(jsonString(map[string]any{"repo": repo, "name": "operator's"}))
+	other.must(200, "POST", "/api/sessions/"+foreign.ID+"/messages", `{"content":"OPERATOR-SECRET private conversation","wait":true}`, nil)
+	foreign = other.get(foreign.ID)
+	if foreign.CLISessionID == "" {
+		t.Fatalf("the other server's session has no CLI session id: %+v", foreign)
+	}
+
+	s := startServerArgs(t, env, repo)
+	own := s.create(jsonString(map[string]any{"repo": repo, "name": "own"}))
+	s.must(200, "POST", "/api/sessions/"+own.ID+"/messages", `{"content":"first","wait":true}`, nil)
+	own = s.get(own.ID)
+	s.must(200, "DELETE", "/api/sessions/"+own.ID, nil, nil)
+	for _, id := range []string{foreign.CLISessionID, "00000000-0000-4000-8000-000000000000", "../../etc/passwd"} {
+		for _, fork := range []bool{false, true} {
+			resp, data := s.req(operateToken, "POST", "/api/sessions", jsonString(map[string]any{"repo": repo, "resume": id, "fork_session": fork}), nil)
+			var ae struct {
+				Problems []struct{ Field string }
+			}
+			_ = json.Unmarshal(data, &ae)
+			if resp.StatusCode != 400 || len(ae.Problems) != 1 || ae.Problems[0].Field != "resume" {
+				t.Errorf("resume %q (fork %v): %d %s, want 400 naming resume", id, fork, resp.StatusCode, data)
+			}
+		}
+	}
+	again := s.create(jsonString(map[string]any{"repo": repo, "resume": own.CLISessionID, "fork_session": true}))
+	s.must(200, "DELETE", "/api/sessions/"+again.ID, nil, nil)
+}

@@ -131,7 +131,8 @@ var fileFieldClass = map[string]fieldClass{
 	"notify": classGated,
 }
 
-// sessionOwnClass classifies a session request's own fields.
+// sessionOwnClass classifies a session request's own fields. resume is
+// checked further against the server's sessions (admitSession).
 var sessionOwnClass = map[string]fieldClass{
 	"resume": classClient, "fork_session": classClient, "permission_prompt": classClient, "permission_timeout": classClient,
 }

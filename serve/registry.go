@@ -121,6 +121,22 @@ func (g *registry) active() int {
 	return n
 }
 
+// ownsCLISession reports whether id is the CLI session id of one of the
+// server's sessions, live or saved (closed ones included).
+func (g *registry) ownsCLISession(id string) bool {
+	if id == "" {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.m {
+		if e.snapshot().CLISessionID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // reserve adds a new entry if the limit allows.
 func (g *registry) reserve() (*entry, error) {
 	if g.active() >= g.cfg.MaxSessions {
