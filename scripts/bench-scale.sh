@@ -17,7 +17,8 @@
 # Environment: SCALE_SIZES ("1000 3000 10000"), SCALE_CONCURRENCY (30),
 # SCALE_FILES (200), SCALE_PNEUMA (a pneuma binary to measure instead of
 # building this tree's), SCALE_HEAP=DIR writes a heap profile per size there
-# (--memprofile), SCALE_KEEP=1 keeps the scratch directory. The scratch
+# (--memprofile), SCALE_CPU=DIR a CPU profile per size (--cpuprofile; it
+# adds its own cost to the CPU figures), SCALE_KEEP=1 keeps the scratch directory. The scratch
 # directory is under TMPDIR (default /tmp; /dev/shm keeps the disk out of it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +27,14 @@ sizes="${SCALE_SIZES:-1000 3000 10000}"
 par="${SCALE_CONCURRENCY:-30}"
 nfiles="${SCALE_FILES:-200}"
 heap="${SCALE_HEAP:-}"
+cpu="${SCALE_CPU:-}"
 for n in $sizes $par $nfiles; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "bench-scale: SCALE_SIZES, SCALE_CONCURRENCY and SCALE_FILES must be numbers" >&2; exit 2; }
 done
 [[ -z "$heap" || "$heap" == /* ]] || heap="$PWD/$heap"
 [[ -z "$heap" ]] || mkdir -p "$heap"
+[[ -z "$cpu" || "$cpu" == /* ]] || cpu="$PWD/$cpu"
+[[ -z "$cpu" ]] || mkdir -p "$cpu"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-scale.XXXXXX")"
 cleanup() { if [[ "${SCALE_KEEP:-}" == 1 ]]; then echo "bench-scale: kept $tmp"; else rm -rf "$tmp"; fi; }
@@ -146,6 +150,7 @@ for n in $sizes; do
   jobsfile "$n" >"$repo/jobs.yaml"
   args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
   [[ -z "$heap" ]] || args+=(--memprofile "$heap/heap-$n.pprof")
+  [[ -z "$cpu" ]] || args+=(--cpuprofile "$cpu/cpu-$n.pprof")
   echo "== $n jobs: pneuma ${args[*]} jobs.yaml   load $(load)"
   measure "$n" "$repo" "${args[@]}" jobs.yaml
   per_job=$(awk -v c="$cpu_ms" -v n="$n" 'BEGIN { printf "%.2f", c / n }')
