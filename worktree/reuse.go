@@ -121,7 +121,7 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 // The caller has checked that HEAD is at sha; the reflog says "Created from
 // HEAD".
 func (m *Manager) branchHere(ctx context.Context, dir, branch string) error {
-	if _, err := m.output(ctx, "-C", dir, "switch", "--quiet", "--no-track", "-c", branch); err != nil {
+	if err := m.quiet(ctx, "-C", dir, "switch", "--quiet", "--no-track", "-c", branch); err != nil {
 		return branchError(err, branch)
 	}
 	return nil
@@ -214,7 +214,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if err != nil {
 		return err
 	}
-	if _, err := m.output(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
+	if err := m.quiet(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
@@ -236,7 +236,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 // move moves the linked worktree at from to to (`git worktree move`); the
 // caller holds the repository's lock, and remembers the worktree at to.
 func (m *Manager) move(ctx context.Context, repo, from, to string) error {
-	if _, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to); err != nil {
+	if err := m.quiet(ctx, "-C", repo, "worktree", "move", "--", from, to); err != nil {
 		return err
 	}
 	m.forget(from)
