@@ -174,6 +174,11 @@ type Result struct {
 	StructuredOutput json.RawMessage `json:"structured_output"`
 }
 
+// StopRefusal is the stop_reason of a turn the model refused: on the API
+// message and on the CLI's result, which is an error (subtype success,
+// is_error true) once the CLI's own retry and any fallback model refused too.
+const StopRefusal = "refusal"
+
 // Message is an API message as carried by assistant and user lines. On
 // stdout each assistant line holds one content block, and its usage is the
 // message_start value: never sum it, use Result.

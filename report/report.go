@@ -61,6 +61,10 @@ const (
 	// ReasonResumeFailed: the CLI rejected --resume (an attempt's reason;
 	// the job went on in a fresh session).
 	ReasonResumeFailed = "resume_failed"
+	// ReasonRefusal: the model refused (the result's stop_reason is
+	// "refusal", after the CLI's own retry and any fallback model); never
+	// retried.
+	ReasonRefusal = "refusal"
 )
 
 // Report is the whole outcome of one run (or of merged shards).

@@ -106,6 +106,11 @@ func classifyResult(o outcome) verdict {
 		if o.outputRejected != "" {
 			v.err += "; the last was refused: " + o.outputRejected
 		}
+	case res.StopReason == claude.StopRefusal:
+		// A refusal is an is_error result too (subtype success, no
+		// api_error_status): asked again, the model refuses again.
+		v.reason = report.ReasonRefusal
+		v.err = joinErr("the model refused (stop_reason refusal; not retried)", joinErr(res.Result, v.err))
 	case res.Subtype == "success" && res.IsError:
 		// API errors are subtype success + is_error (pitfall 8).
 		v.reason = report.ReasonAPIError
@@ -126,7 +131,8 @@ func classifyResult(o outcome) verdict {
 	return v
 }
 
-// retryable reports whether a failed attempt may succeed if tried again.
+// retryable reports whether a failed attempt may succeed if tried again
+// (never a refusal, nor a limit the job set itself).
 // apiStatus is the result's api_error_status (nil: none, as for 529).
 func retryable(reason string, apiStatus *int) bool {
 	switch reason {
@@ -176,7 +182,7 @@ func resumeRejected(initSeen bool, stopped, status string) bool {
 
 // overloadAnswer reports whether a failed attempt's answer was a 429 or 529.
 func overloadAnswer(a attempt) bool {
-	if a.status == report.StatusSucceeded || a.reason == report.ReasonUsageLimit || a.result == nil {
+	if a.status == report.StatusSucceeded || a.reason == report.ReasonUsageLimit || a.reason == report.ReasonRefusal || a.result == nil {
 		return false
 	}
 	if s := a.result.APIErrorStatus; s != nil {

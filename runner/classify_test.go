@@ -15,6 +15,9 @@ func intp(n int) *int { return &n }
 func TestClassify(t *testing.T) {
 	ok := &claude.Result{Subtype: "success"}
 	apiErr := &claude.Result{Subtype: "success", IsError: true, Result: "API Error: 500 Internal server error", APIErrorStatus: intp(500)}
+	// The CLI's result once the model refused twice (2.1.197 and 2.1.332).
+	refusal := &claude.Result{Subtype: "success", IsError: true, StopReason: claude.StopRefusal,
+		Result: "API Error: Opus 5.5's safeguards flagged this message (https://www.anthropic.com/legal/aup)."}
 	passed := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, Passed: true}}
 	failedRound := []report.VerifyRound{{Round: 1, Command: []string{"go", "test"}, ExitCode: 1}, {Round: 2, Command: []string{"go", "test"}, ExitCode: 1}}
 	verify := &jobfile.Verify{Command: []string{"go", "test"}}
@@ -41,6 +44,8 @@ func TestClassify(t *testing.T) {
 			results: 1, prompts: 1, outputRejected: "Output does not match required schema: /n: must be integer"},
 			report.StatusFailed, report.ReasonInvalidOutput, "after 5 attempts; the last was refused: Output does not match required schema: /n: must be integer"},
 		{"api error is subtype success + is_error", outcome{last: apiErr, results: 1, prompts: 1}, report.StatusFailed, report.ReasonAPIError, "API Error: 500"},
+		{"a refusal is its own reason, not an API error", outcome{last: refusal, results: 1, prompts: 1}, report.StatusFailed, report.ReasonRefusal,
+			"the model refused (stop_reason refusal; not retried); API Error: Opus 5.5's safeguards flagged this message"},
 		{"cli error", outcome{last: &claude.Result{Subtype: "error_during_execution", IsError: true, Errors: []string{"No conversation found"}}, results: 1, prompts: 1}, report.StatusFailed, report.ReasonCLIError, "No conversation found"},
 		{"stopped early after 1 of 2 prompts", outcome{last: ok, results: 1, prompts: 2, exit: claude.ExitStatus{Code: 0}}, report.StatusFailed, report.ReasonNoResult, "after 1 of 2 prompts"},
 		{"verify passed", outcome{last: ok, results: 1, prompts: 1, final: true, verify: verify, rounds: passed}, report.StatusSucceeded, "", ""},
@@ -83,11 +88,22 @@ func TestRetryable(t *testing.T) {
 		{report.ReasonInterrupted, nil, false},
 		{report.ReasonBudget, nil, false},
 		{report.ReasonWorkspace, nil, false},
+		{report.ReasonRefusal, nil, false}, // no api_error_status, like a 529
 	}
 	for _, tt := range tests {
 		if got := retryable(tt.reason, tt.status); got != tt.want {
 			t.Errorf("retryable(%s, %v) = %v, want %v", tt.reason, fmtStatus(tt.status), got, tt.want)
 		}
+	}
+}
+
+// A refusal whose text happens to hold "529" (a request ID) is no overload
+// answer: it must not halve the run's concurrency.
+func TestOverloadAnswerNotARefusal(t *testing.T) {
+	res := &claude.Result{Subtype: "success", IsError: true, StopReason: claude.StopRefusal, Result: "API Error: safeguards flagged this message. Request ID: req_529"}
+	a := attempt{verdict: classify(outcome{last: res, results: 1, prompts: 1}), result: res}
+	if overloadAnswer(a) {
+		t.Errorf("a refusal (%s) counted as an overload answer", a.reason)
 	}
 }
 

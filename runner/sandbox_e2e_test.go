@@ -444,3 +444,90 @@ jobs:
 	}
 	t.Logf("cli_ms %d, refused %+v", res.Timings.CLIMS, res.Sandbox.Refused)
 }
+
+// TestRealCLISandboxShowsOnlyTheCLI: the real CLI installed as one file in
+// $HOME (a copy in ~/bin; the native installer's ~/.local/bin/claude
+// symlink to ~/.local/share/claude/versions/X) runs sandboxed by that path,
+// and the files beside it are not readable inside (issue 22: nothing of
+// $HOME beyond the CLI and its credentials).
+func TestRealCLISandboxShowsOnlyTheCLI(t *testing.T) {
+	requireSandbox(t)
+	for _, layout := range []string{"bin", "native"} {
+		t.Run(layout, func(t *testing.T) {
+			b := newBed(t)
+			home := b.env.Home
+			var file, binary string
+			var siblings []string
+			switch layout {
+			case "bin":
+				file = filepath.Join(home, "bin", "claude")
+				binary = file
+				siblings = []string{filepath.Join(home, "bin", "sibling-secret")}
+			case "native":
+				file = filepath.Join(home, ".local", "share", "claude", "versions", "9.9.9")
+				binary = filepath.Join(home, ".local", "bin", "claude")
+				siblings = []string{filepath.Join(home, ".local", "share", "claude", "versions", "sibling-secret"),
+					filepath.Join(home, ".local", "bin", "sibling-secret")}
+			}
+			linkCLI(t, b.bin, file)
+			if binary != file {
+				if err := os.MkdirAll(filepath.Dir(binary), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join("..", "share", "claude", "versions", "9.9.9"), binary); err != nil {
+					t.Fatal(err)
+				}
+			}
+			secret := "SIBLING-SECRET-" + rand.Text()
+			for _, s := range siblings {
+				if err := os.WriteFile(s, []byte(secret), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.bin = binary
+			repo := claudetest.GitRepo(t)
+			b.jobs["SIBLING-TOKEN"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+				if !r.HasToolResult() {
+					cmd := "cat " + strings.Join(siblings, " ") + " 2>/dev/null; ls -a " + filepath.Dir(binary) + " " + filepath.Dir(file) + " | sed s/^/entry:/; echo looked"
+					return fakeapi.ToolUse(fakeapi.Bash(cmd))
+				}
+				return fakeapi.Text("looked beside the CLI")
+			}
+			rep := b.run(b.plan(repo, "version: 1\njobs:\n  - name: sibling\n    prompt: SIBLING-TOKEN read beside the CLI\n    permission_mode: bypassPermissions\n    sandbox: true\n"))
+			j := rep.Jobs[0]
+			if j.Status != report.StatusSucceeded {
+				t.Fatalf("job %s (%s): %s", j.Status, j.Reason, j.Error)
+			}
+			stream := readStream(t, j)
+			if !strings.Contains(stream, "looked") || !strings.Contains(stream, "entry:claude") {
+				t.Fatalf("the Bash call did not run, or did not list the CLI beside its siblings:\n%s", stream)
+			}
+			if strings.Contains(stream, secret) || strings.Contains(stream, "entry:sibling-secret") {
+				t.Errorf("a file beside the CLI was seen inside the sandbox:\n%s", stream)
+			}
+		})
+	}
+}
+
+// linkCLI puts the CLI at path as one file: a hard link when it can (the
+// CLI is hundreds of MB), else a copy.
+func linkCLI(t *testing.T, cli, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Link(real, path) == nil {
+		return
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

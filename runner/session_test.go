@@ -470,3 +470,43 @@ func TestSessionsShareAUsageLimitHold(t *testing.T) {
 		t.Errorf("the other session's CLI asked the API at %v, before the reset %v", otherAt, reset)
 	}
 }
+
+// TestRealCLISessionTurnRefused: a turn the model refuses ends failed with
+// reason refusal (turn_end and last_turn), and the session goes on: the
+// next message is answered by the same CLI.
+func TestRealCLISessionTurnRefused(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
+		// The CLI asks once more after a refusal, with a note of its own.
+		if text := r.Text(); strings.Contains(text, "refuse this") || strings.Contains(text, "safety classifier") {
+			return fakeapi.Text("I can't help with that.").WithStopReason("refusal")
+		}
+		return fakeapi.Text("glad to help")
+	})
+	env := claudetest.NewEnv(t, api.URL)
+	ev := &events{}
+	s := openSession(t, env, repo, `{"name":"refused"}`, ev)
+	if err := s.Send("refuse this"); err != nil {
+		t.Fatal(err)
+	}
+	end := ev.wait(t, "turn_end", `"status":"failed"`)
+	var turn runner.TurnOutcome
+	if err := json.Unmarshal(end.Data, &turn); err != nil {
+		t.Fatal(err)
+	}
+	if turn.Reason != "refusal" || !strings.HasPrefix(turn.Error, "the model refused") {
+		t.Fatalf("turn_end %s, want reason refusal and an error saying the model refused", end.Data)
+	}
+	if lt := s.State().LastTurn; lt == nil || lt.Reason != "refusal" {
+		t.Fatalf("last_turn %+v, want reason refusal", lt)
+	}
+	mark := ev.len()
+	if err := s.Send("second turn"); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitFrom(t, mark, "result", `"result":"glad to help"`)
+	ev.waitFrom(t, mark, "turn_end", `"status":"succeeded"`)
+	if n := ev.count("cli_started"); n != 1 {
+		t.Errorf("%d CLI starts, want the refused turn's CLI to answer the next message", n)
+	}
+}

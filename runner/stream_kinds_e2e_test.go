@@ -293,3 +293,30 @@ func TestRealCLIRefusalWithoutFallback_2_1_332(t *testing.T) {
 		t.Errorf("model %q, want the one that refused (claude-opus-5-5)", j.Model)
 	}
 }
+
+// TestRealCLIRefusalNotRetried: a job the model refuses fails with reason
+// refusal after one attempt although it has retries: asked again, the model
+// refuses again (README, retries). Its error says so, and the JUnit failure
+// a test reporter shows names the refusal.
+func TestRealCLIRefusalNotRetried(t *testing.T) {
+	b := newBed(t)
+	repo := claudetest.GitRepo(t)
+	b.jobs["TOKEN-REFUSE"] = func(r *fakeapi.Request, dir string) fakeapi.Response {
+		return fakeapi.Text("I can't help with that.").WithStopReason("refusal")
+	}
+	rep := b.run(b.plan(repo, "version: 1\njobs:\n  - name: refused\n    retries: 2\n    prompt: TOKEN-REFUSE do it\n"))
+	j := rep.Jobs[0]
+	if j.Status != report.StatusFailed || j.Reason != report.ReasonRefusal || len(j.Attempts) != 1 {
+		t.Fatalf("refused job: %s/%s after %d attempt(s), want failed/refusal after 1: %+v", j.Status, j.Reason, len(j.Attempts), j.Attempts)
+	}
+	if !strings.HasPrefix(j.Error, "the model refused") {
+		t.Errorf("error %q does not say the model refused", j.Error)
+	}
+	var junit strings.Builder
+	if err := report.WriteJUnit(&junit, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `type="refusal"`) {
+		t.Errorf("JUnit does not name the refusal:\n%s", junit.String())
+	}
+}

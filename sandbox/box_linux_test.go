@@ -224,3 +224,108 @@ git update-ref refs/tags/t HEAD && echo tag=ok`)
 		t.Errorf("ref errors: %v", errs)
 	}
 }
+
+// TestBoxShowsOnlyTheCLI: of $HOME the sandbox shows the CLI alone, in each
+// way it is installed: a single-file binary in ~/bin (beside an unrelated
+// package.json), the native installer's ~/.local/bin/claude symlink to its
+// versions/X, an npm package run through node_modules/.bin/claude, and an
+// npm cli.js run by nvm's node beside its bin/claude. The CLI runs by the
+// path it is given, its npm package's own files are
+// readable, and no file beside it is.
+func TestBoxShowsOnlyTheCLI(t *testing.T) {
+	bwrap := needBwrap(t)
+	const cli = "#!/bin/sh\necho cli-ran\n"
+	const nvm = ".nvm/versions/node/v20.0.0/"
+	tests := []struct {
+		name     string
+		files    map[string]string // under home; "->" marks a symlink to the rest
+		binary   string
+		readable []string // besides the binary
+	}{
+		{"single file in ~/bin", map[string]string{
+			"bin/claude": cli, "bin/SECRET-sibling": "SECRET-bin", "package.json": `{"name":"dotfiles"}`,
+			".ssh/id_ed25519": "SECRET-key",
+		}, "bin/claude", nil},
+		{"native installer", map[string]string{
+			".local/share/claude/versions/2.1.0": cli, ".local/share/claude/versions/SECRET-old": "SECRET-version",
+			".local/bin/claude": "->../share/claude/versions/2.1.0", ".local/bin/SECRET-tool": "SECRET-local-bin",
+		}, ".local/bin/claude", nil},
+		{"npm package", map[string]string{
+			"lib/node_modules/@anthropic-ai/claude-code/package.json":    `{"name":"@anthropic-ai/claude-code","version":"2.1.0"}`,
+			"lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe":  cli,
+			"lib/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs": "package-file",
+			"lib/node_modules/.bin/claude":                               "->../@anthropic-ai/claude-code/bin/claude.exe",
+			"lib/node_modules/other/SECRET.js":                           "SECRET-other-package",
+		}, "lib/node_modules/.bin/claude", []string{"lib/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs"}},
+		{"npm cli.js on nvm's node", map[string]string{
+			nvm + "lib/node_modules/@anthropic-ai/claude-code/package.json": `{"name":"@anthropic-ai/claude-code","version":"2.0.0"}`,
+			nvm + "lib/node_modules/@anthropic-ai/claude-code/cli.js":       "#!/usr/bin/env node\n",
+			nvm + "bin/claude":      "->../lib/node_modules/@anthropic-ai/claude-code/cli.js",
+			nvm + "bin/node":        cli, // env finds it on PATH and runs cli.js with it
+			nvm + "bin/SECRET-npx":  "SECRET-npx",
+			nvm + "lib/SECRET/x.js": "SECRET-lib",
+			".nvm/SECRET-alias":     "SECRET-nvm",
+		}, nvm + "bin/claude", []string{nvm + "lib/node_modules/@anthropic-ai/claude-code/cli.js"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+			var secrets []string
+			for rel, content := range tt.files {
+				p := filepath.Join(home, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if target, ok := strings.CutPrefix(content, "->"); ok {
+					err = os.Symlink(target, p)
+				} else {
+					err = os.WriteFile(p, []byte(content), 0o755)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.HasPrefix(content, "SECRET") {
+					secrets = append(secrets, p)
+				}
+			}
+			if err := os.MkdirAll(work, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			binary := filepath.Join(home, tt.binary)
+			box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: work, Home: home, Binary: binary,
+				StateDir: filepath.Join(root, "state"), APIURL: "http://127.0.0.1:80"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close()
+			script := `"$0"; for f in "$@"; do cat "$f" 2>/dev/null && echo; done; ls -a "${0%/*}"`
+			argv := append([]string{"/bin/sh", "-c", script, binary}, secrets...)
+			for _, r := range tt.readable {
+				argv = append(argv, filepath.Join(home, r))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			args := box.Command(work, argv)
+			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+			cmd.Env = box.Env([]string{"PATH=" + filepath.Dir(binary) + ":/usr/bin:/bin", "HOME=" + home})
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("sandboxed shell: %v\n%s", err, out)
+			}
+			got := string(out)
+			if !strings.Contains(got, "cli-ran") {
+				t.Errorf("the CLI did not run by its path %s inside:\n%s", binary, got)
+			}
+			if strings.Contains(got, "SECRET") {
+				t.Errorf("a file beside the CLI was seen inside:\n%s", got)
+			}
+			for _, r := range tt.readable {
+				if data, _ := os.ReadFile(filepath.Join(home, r)); !strings.Contains(got, string(data)) {
+					t.Errorf("the CLI's own %s was not readable inside:\n%s", r, got)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,9 @@ func (b *Box) bwrapArgs(dir string) []string {
 	if h := b.cfg.Home; h != "" && h != "/" {
 		a.add("--tmpfs", h)
 	}
+	// Before the repository and the read paths: a symlink cannot be made
+	// in a read-only bind, and one of theirs shows the CLI already.
+	a.add(cliArgs(b.cfg.Binary)...)
 	if r := b.cfg.Repo; r != "" {
 		a.bind("--ro-bind", r)
 		if _, err := os.Stat(filepath.Join(r, ".pneuma")); err == nil {
@@ -65,10 +69,8 @@ func (b *Box) bwrapArgs(dir string) []string {
 		a.bind("--ro-bind", p)
 	}
 	// Each mount costs bubblewrap time: none for what a system dir shows.
-	for _, p := range []string{cliInstall(b.cfg.Binary), b.cfg.Self} {
-		if !inSystemDir(p) {
-			a.bind("--ro-bind", p)
-		}
+	if !inSystemDir(b.cfg.Self) {
+		a.bind("--ro-bind", b.cfg.Self)
 	}
 	a.bind("--bind", dir)
 	a.add(b.gitArgs(dir)...)
@@ -104,18 +106,89 @@ func within(path, dir string) bool {
 	return err == nil && filepath.IsAbs(path) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// cliInstall is the directory holding the CLI (its package, for an npm
-// install's bin/claude.exe), so that its own files are readable.
-func cliInstall(binary string) string {
-	real, err := filepath.EvalSymlinks(binary)
-	if binary == "" || err != nil {
+// cliArgs show the CLI at binary inside, read-only, and nothing beside
+// it: its installation (see cliInstall), and the path it is run by when
+// that is a symlink to it (the native installer's ~/.local/bin/claude, npm's
+// bin/claude), recreated as a symlink to the real file. An npm install
+// whose entry is a script (cli.js) runs on the node beside that symlink
+// (nvm, fnm, an npm prefix in $HOME): that node is shown too.
+func cliArgs(binary string) []string {
+	if binary == "" || !filepath.IsAbs(binary) {
+		return nil
+	}
+	var a argv
+	real := a.show(filepath.Clean(binary), cliInstall)
+	if real != "" && real != filepath.Clean(binary) && isScript(real) {
+		if node := filepath.Join(filepath.Dir(binary), "node"); fileExists(node) {
+			a.show(node, func(real string) string { return real })
+		}
+	}
+	return a
+}
+
+// show binds what path needs (need of its real path) read-only, and path
+// itself as a symlink to its real path when it is one; nothing under a
+// system dir, which shows it already. It returns the real path ("" when
+// path cannot be resolved).
+func (a *argv) show(path string, need func(real string) string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
 		return ""
 	}
+	if n := need(real); !inSystemDir(n) {
+		a.bind("--ro-bind", n)
+	}
+	if path != real && !inSystemDir(path) {
+		a.add("--symlink", real, path)
+	}
+	return real
+}
+
+// isScript reports whether the file at path starts with "#!".
+func isScript(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == "#!"
+}
+
+// cliInstall is what the CLI whose real path is real needs to run: its
+// package directory for an npm install (node_modules/@anthropic-ai/claude-code,
+// its bin/claude.exe or its cli.js), else the file itself, a single-file
+// binary (the native installer's ~/.local/share/claude/versions/X, a copy in
+// ~/bin), so that the files beside it stay hidden.
+func cliInstall(real string) string {
 	d := filepath.Dir(real)
-	if filepath.Base(d) == "bin" && fileExists(filepath.Join(filepath.Dir(d), "package.json")) {
+	switch {
+	case claudePackage(d): // cli.js
+		return d
+	case filepath.Base(d) == "bin" && claudePackage(filepath.Dir(d)): // bin/claude.exe
 		return filepath.Dir(d)
 	}
-	return d
+	return real
+}
+
+// cliPackage is the npm package that holds the CLI.
+const cliPackage = "@anthropic-ai/claude-code"
+
+// claudePackage reports whether dir is the CLI's npm package (its
+// package.json names it): any other package.json beside a binary, such as
+// one in $HOME, opens nothing.
+func claudePackage(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var pkg struct {
+		Name string `json:"name"`
+	}
+	err = json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&pkg)
+	return err == nil && pkg.Name == cliPackage
 }
 
 // gitBinds opens what git needs to commit on the worktree's own branch:

@@ -341,3 +341,48 @@ func checkAudit(t *testing.T, path string, want []string) {
 		t.Fatalf("audit.jsonl has no line with %s (in order):\n%s", want[i], data)
 	}
 }
+
+// A turn the model refuses, over HTTP: the waiting message is answered
+// with its error result, the turn ends with turn_end reason refusal (the
+// server does not retry it), and the session answers the next message.
+func TestE2ERefusedTurn(t *testing.T) {
+	repo := claudetest.GitRepo(t)
+	api := fakeapi.New(t, func(r *fakeapi.Request) fakeapi.Response {
+		// The CLI asks once more after a refusal, with a note of its own.
+		if text := r.Text(); strings.Contains(text, "refuse this") || strings.Contains(text, "safety classifier") {
+			return fakeapi.Text("I can't help with that.").WithStopReason("refusal")
+		}
+		return fakeapi.Text("glad to help")
+	})
+	s := startServer(t, claudetest.NewEnv(t, api.URL), repo)
+	o := s.create(jsonString(map[string]string{"repo": repo, "name": "refused"}))
+	var turn struct {
+		Seq    int64 `json:"seq"`
+		Result struct {
+			IsError bool `json:"is_error"`
+		} `json:"result"`
+	}
+	s.must(200, "POST", "/api/sessions/"+o.ID+"/messages", `{"content":"refuse this","wait":true}`, &turn)
+	if !turn.Result.IsError {
+		t.Fatalf("a refused turn's result: %+v, want is_error", turn)
+	}
+	end := s.waitEvent(o.ID, 0, "turn_end", `"status":"failed"`)
+	if end["reason"] != "refusal" || !strings.HasPrefix(fmt.Sprint(end["error"]), "the model refused") {
+		t.Fatalf("turn_end %v, want reason refusal and an error saying the model refused", end)
+	}
+	var next struct {
+		Result struct {
+			Result string `json:"result"`
+		} `json:"result"`
+	}
+	s.must(200, "POST", "/api/sessions/"+o.ID+"/messages", `{"content":"second turn","wait":true}`, &next)
+	if next.Result.Result != "glad to help" {
+		t.Fatalf("the turn after a refusal: %+v", next)
+	}
+	if n := countType(s.events(o.ID), "cli_started"); n != 1 {
+		t.Errorf("%d CLI starts, want the refused turn's CLI to answer the next message", n)
+	}
+	if got := countType(s.events(o.ID), "turn_end"); got != 2 {
+		t.Errorf("%d turn_end events for two messages, want 2 (no retry)", got)
+	}
+}
