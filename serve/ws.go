@@ -30,15 +30,17 @@ const (
 	subscribeGrace = 200 * time.Millisecond
 	// writeTimeout bounds one write to a client that stopped reading.
 	writeTimeout = 30 * time.Second
-	// flushEvery paces a client's writes: a write follows the one before
-	// by at least this long, and takes every event that came meanwhile.
-	// Each write is a system call (and a wake-up of the reader), which is
-	// most of the cost of fan-out: at thousands of events/s a client gets
-	// a batch per write instead of an event per write. At a streaming
-	// model's pace (events a few ms apart or more) an event goes out at
-	// once. It adds at most this much to an event's latency.
-	flushEvery = 2 * time.Millisecond
 )
+
+// flushEvery paces a client's writes: a write follows the one before by at
+// least this long, and takes every event that came meanwhile. Each write is
+// a system call (and a wake-up of the reader), which is most of the cost of
+// fan-out: at thousands of events/s a client gets a batch per write instead
+// of an event per write. At a streaming model's pace (events a few ms apart
+// or more) an event goes out at once. It adds at most this much to an
+// event's latency. A variable for the fan-out bench alone
+// (PNEUMA_BENCH_FLUSH), which weighs CPU against latency with it.
+var flushEvery = 2 * time.Millisecond
 
 // wsTarget is what a connection talks to: a session or a run.
 type wsTarget interface {
