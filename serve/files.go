@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -181,20 +182,36 @@ func tailLines(path string, n int, limit int64) (data []byte, cut bool, err erro
 	return nil, true, nil
 }
 
-// jobDiff is a job's diff.patch.
+// MaxDiff is the largest diff.patch GET .../diff answers (32 MiB); a
+// larger one is a 413 (the job's branch holds the changes).
+const MaxDiff = 32 << 20
+
+// jobDiff is a job's diff.patch, streamed: a regular file opened without
+// blocking, at most MaxDiff bytes.
 func (s *Server) jobDiff(w http.ResponseWriter, r *http.Request) {
 	dir, ok := s.jobDir(w, r)
 	if !ok {
 		return
 	}
-	// A job that changed nothing has no diff.patch: its diff is empty.
-	data, err := os.ReadFile(dir.Patch())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		writeError(w, http.StatusInternalServerError, "read the job's diff: %v", err)
+	f, st, err := safefile.Open(dir.Patch(), MaxDiff)
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// A job that changed nothing has no diff.patch: its diff is empty.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		return
+	case errors.As(err, &tl):
+		writeError(w, http.StatusRequestEntityTooLarge, "the job's diff is larger than the %d bytes this route answers: its branch holds the changes", MaxDiff)
+		return
+	case err != nil:
+		s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusInternalServerError, "the job's diff could not be read (the server's log says why)")
 		return
 	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write(data)
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	_, _ = io.Copy(w, io.LimitReader(f, st.Size())) // a client gone mid-answer has nothing more to hear
 }
 
 // jobTranscript exports a job's archived transcript as HTML.

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pneuma-cli/pneuma/runner"
 )
@@ -136,6 +139,53 @@ func TestTailLines(t *testing.T) {
 		got, cut, err := tailLines(path, tc.n, tc.limit)
 		if err != nil || string(got) != tc.want || cut != tc.cut {
 			t.Errorf("tail %d of %q in %d bytes: %q cut %v (%v), want %q cut %v", tc.n, tc.data, tc.limit, got, cut, err, tc.want, tc.cut)
+		}
+	}
+}
+
+// A job's diff is answered as it is on disk when it is a regular file of
+// at most MaxDiff bytes; a larger one is a 413 and a named pipe a 500,
+// never a hang.
+func TestJobDiffIsCapped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const patch = "diff --git a/x b/x\n+y\n"
+	for _, tc := range []struct {
+		name  string
+		write func(path string) error
+		code  int
+		body  string
+	}{
+		{"regular", func(p string) error { return os.WriteFile(p, []byte(patch), 0o644) }, 200, patch},
+		{"none", func(string) error { return nil }, 200, ""},
+		{"over the cap", func(p string) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(MaxDiff + 1) // sparse: no 32 MiB written
+		}, http.StatusRequestEntityTooLarge, ""},
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o600) }, http.StatusInternalServerError, ""},
+	} {
+		b := jobBed(t, func(job runner.JobDir) {
+			if err := tc.write(job.Patch()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.ts.URL+"/api/runs/r1/jobs/j/diff", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := b.ts.Client().Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || (tc.code == 200 && string(body) != tc.body) {
+			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, body, tc.code)
+		}
+		if tc.code != 200 && strings.Contains(string(body), b.cfg.StateDir) {
+			t.Errorf("%s: the error names the state directory: %s", tc.name, body)
 		}
 	}
 }

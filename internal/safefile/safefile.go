@@ -57,22 +57,11 @@ func Read(path string, roots []string, max int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	st, err := f.Stat()
+	f, _, err := Open(path, max)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	if st.Size() > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
-	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
@@ -81,6 +70,36 @@ func Read(path string, roots []string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
 	}
 	return data, nil
+}
+
+// Open opens the regular file at path for reading, without blocking, if
+// it is at most max bytes; the type and size are checked on the open file
+// and returned with it. A file that grows after the open is the caller's
+// to bound (io.LimitReader to the size returned).
+func Open(path string, max int64) (*os.File, fs.FileInfo, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return checkOpen(os.NewFile(uintptr(fd), path), path, max)
+}
+
+// checkOpen keeps f if it is a regular file of at most max bytes, else
+// closes it.
+func checkOpen(f *os.File, path string, max int64) (*os.File, fs.FileInfo, error) {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	case st.Size() > max:
+		err = &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 // Lexical reports whether the cleaned absolute path is inside one of roots
