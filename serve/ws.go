@@ -122,27 +122,39 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	}
 }
 
-// authenticate reads the first message, which must be a valid auth. The
-// deadline closes the connection itself: a Read whose context ends would
-// drop it without the 4001.
+// authenticate reads the first message, which must be a valid auth.
 func (c *wsConn) authenticate(ctx context.Context) bool {
-	timer := time.AfterFunc(c.s.cfg.AuthTimeout, func() {
-		c.conn.Close(CloseUnauthorized, "no auth message within the time allowed")
+	c.scope = c.s.readAuth(ctx, c.conn)
+	return c.scope != ScopeNone
+}
+
+// readAuth reads a WebSocket's first message, which must be a valid auth,
+// and returns its token's scope; else it closes conn with 4001 and returns
+// ScopeNone. The deadline closes the connection itself: a Read whose
+// context ends would drop it without the 4001. Every unauthenticated
+// WebSocket, whether its session or run exists or not, goes through here,
+// so an outsider cannot tell the two apart.
+func (s *Server) readAuth(ctx context.Context, conn *websocket.Conn) Scope {
+	timer := time.AfterFunc(s.cfg.AuthTimeout, func() {
+		conn.Close(CloseUnauthorized, "no auth message within the time allowed")
 	})
 	defer timer.Stop()
-	_, data, err := c.conn.Read(ctx)
+	_, data, err := conn.Read(ctx)
 	if err != nil {
-		return false
+		return ScopeNone
 	}
-	m, err := decodeClientMessage(data)
-	if err == nil && m.Type == "auth" {
-		c.scope = c.s.scopeOf(m.Token)
+	sc := ScopeNone
+	if m, err := decodeClientMessage(data); err == nil && m.Type == "auth" {
+		sc = s.scopeOf(m.Token)
 	}
-	if c.scope == ScopeNone {
-		c.conn.Close(CloseUnauthorized, "the first message must be a valid auth")
-		return false
+	if sc == ScopeNone {
+		conn.Close(CloseUnauthorized, "the first message must be a valid auth")
+		return ScopeNone
 	}
-	return timer.Stop()
+	if !timer.Stop() {
+		return ScopeNone // the deadline closed it meanwhile
+	}
+	return sc
 }
 
 // loop handles the client's messages. A subscribe in the first moments
