@@ -4,7 +4,9 @@ package claude
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,17 +26,21 @@ func killMarked(marker string, pid int, born time.Time) int {
 	needle := []byte("\x00" + marker + "\x00")
 	self := os.Getpid()
 	killed := map[int]bool{} // a killed process may linger a moment: count it once
+	bp := environBuf.Get().(*[]byte)
+	defer environBuf.Put(bp)
 	for range 3 {
 		n := 0
 		for _, p := range newPidWindow(pid, born).pids() {
 			if p == self || killed[p] {
 				continue
 			}
-			env, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/environ")
-			if err != nil || len(env) == 0 {
+			var env []byte
+			env, *bp = readProc("/proc/"+strconv.Itoa(p)+"/environ", 1, *bp)
+			if len(env) <= 1 {
 				continue
 			}
-			env = append(append([]byte{0}, env...), 0)
+			env = append(env, 0) // env[0] is 0 too: every entry is between two
+			*bp = env
 			if bytes.Contains(env, needle) && syscall.Kill(p, syscall.SIGKILL) == nil {
 				killed[p] = true
 				n++
@@ -121,9 +127,41 @@ func (w pidWindow) contains(p int) bool {
 }
 
 func readProcInt(path string) (int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
+	var b [32]byte
+	data, _ := readProc(path, 0, b[:0])
+	if len(data) == 0 {
+		return 0, fmt.Errorf("read %s: nothing read", path)
 	}
 	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+// environBuf holds killMarked's buffer for the environments it reads.
+var environBuf = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// readProc reads the file at path (a /proc file: no size known before it
+// is read) into buf after skip zero bytes, growing buf as needed, and
+// returns what it read (nil when it could not open it) and buf. It uses
+// the system calls themselves: os.ReadFile's stat, its allocation and the
+// os.File's poller registration were most of killMarked's cost, read for
+// each pid of the window after every CLI (issue 27).
+func readProc(path string, skip int, buf []byte) (data, grown []byte) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, buf
+	}
+	defer syscall.Close(fd)
+	buf = append(buf[:0], make([]byte, skip)...)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return buf, buf
+		}
+		buf = buf[:len(buf)+n]
+	}
 }

@@ -3,8 +3,10 @@
 package claude
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,5 +140,31 @@ func TestPidWindow(t *testing.T) {
 	}
 	if w := newPidWindow(0, time.Now()); !w.all {
 		t.Errorf("an unknown pid gives %+v, want a full scan", w)
+	}
+}
+
+// TestReadProc: a file longer than the buffer is read whole after its skip
+// bytes, a missing one is nil, and readProcInt fails on it.
+func TestReadProc(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "environ")
+	want := bytes.Repeat([]byte("K=v\x00"), 10000) // 40 KB
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, buf := readProc(path, 1, make([]byte, 0, 100))
+	if len(data) != len(want)+1 || data[0] != 0 || !bytes.Equal(data[1:], want) {
+		t.Fatalf("read %d bytes, want a zero and %d", len(data), len(want))
+	}
+	if cap(buf) < len(data) {
+		t.Fatalf("the grown buffer is not returned (cap %d)", cap(buf))
+	}
+	if data, _ := readProc(path+".missing", 1, buf); data != nil {
+		t.Fatalf("a missing file read as %q", data)
+	}
+	if _, err := readProcInt(path + ".missing"); err == nil {
+		t.Fatal("readProcInt of a missing file did not fail")
+	}
+	if n, err := readProcInt("/proc/sys/kernel/pid_max"); err != nil || n <= 0 {
+		t.Fatalf("pid_max = %d, %v", n, err)
 	}
 }

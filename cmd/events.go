@@ -7,17 +7,26 @@ import (
 	stdio "io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/pneuma-cli/pneuma/internal/eventlog"
 	"github.com/pneuma-cli/pneuma/report"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
-// runEventTypes are fsync'd as soon as they are in a run's events.jsonl:
-// the ends of jobs and of the run (as serve's logs do).
+// runEventTypes are fsync'd once they are in a run's events.jsonl: the
+// ends of jobs and of the run (as serve's logs do), within runSyncLag of
+// their append, one fsync for all of them in that time.
 func runEventTypes(typ string) bool {
 	return typ == runner.EventJobFinished || typ == runner.EventRunFinished
 }
+
+// runSyncLag is how long a job's end may wait in the kernel for the disk: a
+// crash of the machine may lose the ends of jobs of the last runSyncLag from
+// events.jsonl (the journal, which --resume reads, is not fsync'd line by
+// line either); a killed pneuma loses nothing. An fsync per result was 5-7%
+// of pneuma's own CPU at 1,000 jobs (issue 27).
+const runSyncLag = 200 * time.Millisecond
 
 // recorder is the Observer of `pneuma run`: every event of the run, the
 // fine ones included, goes to the run directory's events.jsonl with its
@@ -47,6 +56,7 @@ func openRecorder(path string, warn stdio.Writer, next ...runner.Reporter) (*rec
 	if err != nil {
 		return nil, fmt.Errorf("open the run's event log: %w", err)
 	}
+	log.SyncWithin(runSyncLag)
 	r := &recorder{log: log}
 	for _, n := range next {
 		if n != nil {

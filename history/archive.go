@@ -49,21 +49,30 @@ func ArchiveSessionFile(ctx context.Context, sessionFile, dstDir string) error {
 type archFile struct {
 	src, rel string
 	info     fs.FileInfo
+	// base is the transcript's project directory, which src is under: the
+	// copy opens src inside it and so never leaves it.
+	base string
 }
 
 // sessionFiles lists a transcript and every regular file under its <sid>/
-// directory, with archive paths under rel.
+// directory, with archive paths under rel. Symlinks are never followed: a
+// CLI (a sandboxed agent among them) writes its config directory, and a
+// transcript linked to a host file would copy that file into the archive,
+// so a symlinked transcript is refused and linked side files are left out.
 func sessionFiles(sessionFile, rel string) ([]archFile, error) {
-	fi, err := os.Stat(sessionFile)
+	fi, err := os.Lstat(sessionFile)
 	if err != nil {
 		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symlink: a transcript is archived only as a file, never followed", sessionFile)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", sessionFile)
 	}
-	out := []archFile{{src: sessionFile, rel: filepath.Join(rel, filepath.Base(sessionFile)), info: fi}}
 	dir := SessionDir(sessionFile)
 	base := filepath.Dir(sessionFile)
+	out := []archFile{{src: sessionFile, rel: filepath.Join(rel, filepath.Base(sessionFile)), info: fi, base: base}}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -82,7 +91,7 @@ func sessionFiles(sessionFile, rel string) ([]archFile, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, archFile{src: p, rel: filepath.Join(rel, r), info: info})
+		out = append(out, archFile{src: p, rel: filepath.Join(rel, r), info: info, base: base})
 		return nil
 	})
 	if err != nil {
@@ -90,8 +99,8 @@ func sessionFiles(sessionFile, rel string) ([]archFile, error) {
 	}
 	// CLI 2.0.x kept subagent transcripts next to the sessions.
 	for _, p := range topAgents(base)[strings.TrimSuffix(filepath.Base(sessionFile), ".jsonl")] {
-		if info, err := checkRegular(p); err == nil {
-			out = append(out, archFile{src: p, rel: filepath.Join(rel, filepath.Base(p)), info: info})
+		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+			out = append(out, archFile{src: p, rel: filepath.Join(rel, filepath.Base(p)), info: info, base: base})
 		}
 	}
 	return out, nil
@@ -116,7 +125,7 @@ func copyFile(ctx context.Context, f archFile, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	in, err := openFile(f.src)
+	in, err := openArchived(f)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -182,7 +191,7 @@ func writeTarGz(ctx context.Context, files []archFile, dst string) (err error) {
 }
 
 func addTar(ctx context.Context, tw *tar.Writer, f archFile) error {
-	in, err := openFile(f.src)
+	in, err := openArchived(f)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -216,4 +225,28 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// openArchived opens a listed file inside its project directory (os.Root):
+// a symlink swapped in since the listing reaches nothing outside it. The
+// open never blocks and keeps only a regular file.
+func openArchived(f archFile) (*os.File, error) {
+	rel, err := filepath.Rel(f.base, f.src)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(f.base)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	in, err := root.OpenFile(rel, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, &UnreadableError{Path: f.src, Err: err}
+	}
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		in.Close()
+		return nil, &UnreadableError{Path: f.src, Err: ErrNotRegular}
+	}
+	return in, nil
 }

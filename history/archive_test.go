@@ -3,8 +3,10 @@ package history
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +57,69 @@ func TestArchiveDirectoryIsAConfigDir(t *testing.T) {
 	if err := Archive(ctx2, "testdata", []string{sidA}, filepath.Join(t.TempDir(), "x.tar.gz")); err == nil {
 		t.Error("a cancelled archive succeeded")
 	}
+}
+
+// A CLI writes its own config directory (a sandboxed agent too): a
+// transcript it replaced with a symlink to a host file is refused, said,
+// and nothing of the target is copied; a linked side file is left out, and
+// one swapped for a link after the listing is not followed out of the
+// project directory.
+func TestArchiveNeverFollowsSymlinks(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(t.TempDir(), "projects", "-work")
+	if err := os.MkdirAll(filepath.Join(proj, sidA, "subagents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	transcript := filepath.Join(proj, sidA+".jsonl")
+	if err := os.Symlink(secret, transcript); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	err := ArchiveSessionFile(context.Background(), transcript, dst)
+	if err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("symlinked transcript archived: %v", err)
+	}
+	assertNoSecret(t, dst)
+
+	// A real transcript with a linked subagent file: the link is left out.
+	os.Remove(transcript)
+	if err := os.WriteFile(transcript, []byte(`{"type":"user"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(proj, sidA, "subagents", "agent-a.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ArchiveSessionFile(context.Background(), transcript, dst); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, dst)
+
+	// Listed as a file, then swapped for a link before the copy opens it.
+	files, err := sessionFiles(transcript, "")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("listing: %v %v", files, err)
+	}
+	os.Remove(transcript)
+	if err := os.Symlink(secret, transcript); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := openArchived(files[0]); err == nil {
+		in.Close()
+		t.Error("a transcript swapped for a link to a host file was opened")
+	}
+}
+
+func assertNoSecret(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte("PRIVATE KEY")) {
+				t.Errorf("%s holds the link's target", p)
+			}
+		}
+		return nil
+	})
 }

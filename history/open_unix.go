@@ -13,3 +13,6 @@ import (
 func openNonBlocking(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
+
+// nonBlock is the open flag that keeps opening a named pipe from blocking.
+const nonBlock = syscall.O_NONBLOCK

@@ -89,6 +89,9 @@ type Report struct {
 
 	// source, when set, yields the jobs instead of Jobs (Streamed).
 	source JobSource
+	// encoded, when set with source, yields the same jobs already encoded,
+	// for the JSON writers (StreamedEncoded).
+	encoded EncodedJobSource
 }
 
 // MergedReport records one of the reports Merge joined.

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,5 +212,115 @@ func TestMergeOfTenStreamedShards(t *testing.T) {
 	}
 	if err := Validate(data); err != nil {
 		t.Errorf("the merged report of %d jobs does not validate: %v", n, err)
+	}
+}
+
+// encodedSource is the encoded source of jobs: each job as json.Marshal
+// makes it, as the runner's result store holds it.
+func encodedSource(t *testing.T, jobs []Job) EncodedJobSource {
+	t.Helper()
+	data := make([][]byte, len(jobs))
+	for i := range jobs {
+		var err error
+		if data[i], err = json.Marshal(&jobs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(fn func([]byte) error) error {
+		for _, d := range data {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// TestStreamedEncodedWritesTheSameBytes: a report whose jobs come already
+// encoded is written, indented and compact, byte for byte as the same
+// report in memory (markup, control characters, bad UTF-8 and all), and
+// every other writer still walks its jobs.
+func TestStreamedEncodedWritesTheSameBytes(t *testing.T) {
+	mem := mixedReport()
+	head := *mem
+	head.Jobs = nil
+	rep := StreamedEncoded(head, func(fn func(*Job) error) error {
+		for i := range mem.Jobs {
+			if err := fn(&mem.Jobs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, encodedSource(t, mem.Jobs))
+	want := validJSON(t, mem)
+	got, err := Encode(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("report.json from encoded jobs differs from Encode of the report in memory:\n%s\nwant:\n%s", got, want)
+	}
+	var a, b bytes.Buffer
+	if err := EncodeTo(&a, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeTo(&b, mem, false); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("compact JSON from encoded jobs differs:\n%s\nwant:\n%s", a.String(), b.String())
+	}
+	loaded, err := rep.Load()
+	if err != nil || len(loaded.Jobs) != len(mem.Jobs) {
+		t.Fatalf("Load: %d jobs, %v", len(loaded.Jobs), err)
+	}
+	if got, err := Encode(loaded); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the loaded report encodes differently (%v)", err)
+	}
+	// A head made from it by Streamed has no jobs, encoded or not.
+	empty := Streamed(*rep, func(func(*Job) error) error { return nil })
+	var c bytes.Buffer
+	if err := EncodeTo(&c, empty, false); err != nil || !strings.Contains(c.String(), `"jobs":[]`) {
+		t.Errorf("Streamed of an encoded report kept its encoded jobs: %s (%v)", c.String(), err)
+	}
+}
+
+// TestWriteJSONOfEncodedJobsAllocatesLittle: writing 10,000 jobs that come
+// encoded allocates the writer's buffers, not a decoded and re-encoded
+// copy of every job (which made the end of a 10,000-job run the peak of
+// its memory, issue 27).
+func TestWriteJSONOfEncodedJobsAllocatesLittle(t *testing.T) {
+	const n = 10000
+	full := bigReport(n)
+	head := *full
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = bigJob(i)
+	}
+	rep := StreamedEncoded(head, func(func(*Job) error) error { return errors.New("walked, not copied") }, encodedSource(t, jobs))
+	path := filepath.Join(t.TempDir(), "report.json")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := WriteJSON(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("writing %d encoded jobs allocated %d KB", n, got>>10)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := full.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Encode(loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Error("report.json of encoded jobs differs from Encode of the same jobs in memory")
 	}
 }

@@ -722,6 +722,52 @@ func (j *Journal) eachResult(fn func(*report.Job) error) error {
 	return nil
 }
 
+// eachEncoded is eachResult with every result as json.Marshal encodes it
+// (report.EncodedJobSource): a stored result is copied from the store as
+// it is, read into one buffer, not decoded and encoded again; the others
+// (in memory, or kept as an older run.json had them) are encoded.
+func (j *Journal) eachEncoded(fn func([]byte) error) error {
+	j.mu.Lock()
+	n := len(j.Jobs)
+	j.mu.Unlock()
+	var buf []byte
+	for i := range n {
+		j.mu.Lock()
+		s, st := j.Jobs[i], j.results
+		j.mu.Unlock()
+		if s.Result == nil && s.carried == nil && s.stored && st != nil {
+			data, canon, err := st.rawInto(i, buf)
+			if err != nil {
+				return err
+			}
+			if data != nil {
+				buf = data[:cap(data)]
+			}
+			if canon {
+				if err := fn(data); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		res, err := j.result(i)
+		if err != nil || res == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		data, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("encode result of job %s: %w", res.Name, err)
+		}
+		if err := fn(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // result is job i's result, from memory or the store; nil when it has none.
 func (j *Journal) result(i int) (*report.Job, error) {
 	j.mu.Lock()
@@ -874,7 +920,7 @@ func (j *Journal) changes() (lines []byte, changed []int, seq uint64, err error)
 	j.mu.Unlock()
 	var buf bytes.Buffer
 	for k := range states {
-		if err := j.writeState(&buf, changed[k], &states[k], false); err != nil {
+		if err := j.writeState(&buf, changed[k], &states[k], false, nil); err != nil {
 			return nil, changed, seq, err
 		}
 		buf.WriteByte('\n')
@@ -931,8 +977,9 @@ func (j *Journal) save() error {
 		if _, err := io.WriteString(w, `,"jobs":[`); err != nil {
 			return err
 		}
+		var buf []byte // the stored results, read one at a time into one buffer
 		for i, s := range states {
-			if err := j.writeState(w, i, s, i > 0); err != nil {
+			if err := j.writeState(w, i, s, i > 0, &buf); err != nil {
 				return err
 			}
 		}
@@ -979,17 +1026,19 @@ func writePlan(w io.Writer, p *Plan) error {
 	if _, err := io.WriteString(w, `"jobs":[`); err != nil {
 		return err
 	}
+	// Each job is encoded into one buffer (an Encoder writes what
+	// json.Marshal returns, and a newline), not into a slice of its own.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	for i, job := range p.Jobs {
-		jd, err := json.Marshal(job)
-		if err != nil {
+		buf.Reset()
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(job); err != nil {
 			return fmt.Errorf("encode plan of job %s: %w", job.Name, err)
 		}
-		if i > 0 {
-			if _, err := io.WriteString(w, ","); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(jd); err != nil {
+		if _, err := w.Write(buf.Bytes()[:buf.Len()-1]); err != nil {
 			return err
 		}
 	}
@@ -999,17 +1048,25 @@ func writePlan(w io.Writer, p *Plan) error {
 
 // writeState writes state s of job i as JSON (after a comma when comma
 // is set). A result in the store, or one kept raw, is copied in as it
-// is, not decoded and encoded again (Result is JobState's last member).
-func (j *Journal) writeState(w io.Writer, i int, s *JobState, comma bool) error {
+// is, not decoded and encoded again (Result is JobState's last member);
+// a stored one is read into *buf when buf is not nil.
+func (j *Journal) writeState(w io.Writer, i int, s *JobState, comma bool, buf *[]byte) error {
 	var raw []byte
 	switch {
 	case s.Result != nil:
 	case s.carried != nil:
 		raw = s.carried.raw
 	case s.stored:
+		var into []byte
+		if buf != nil {
+			into = *buf
+		}
 		var err error
-		if raw, err = j.results.raw(i); err != nil {
+		if raw, _, err = j.results.rawInto(i, into); err != nil {
 			return err
+		}
+		if buf != nil && raw != nil {
+			*buf = raw[:cap(raw)]
 		}
 	}
 	data, err := json.Marshal(s)

@@ -23,10 +23,13 @@ type resultStore struct {
 	at   []span // per job of the plan, in plan order; n == 0: none yet
 }
 
-// span is where a job's line is in the store.
+// span is where a job's line is in the store. canon: the line is what
+// json.Marshal makes of the job (put), not a line kept as it was read
+// (putRaw), which may be an older pneuma's.
 type span struct {
-	off int64
-	n   int32
+	off   int64
+	n     int32
+	canon bool
 }
 
 // openResults creates an empty store for jobs jobs at path.
@@ -44,11 +47,17 @@ func (s *resultStore) put(i int, j *report.Job) error {
 	if err != nil {
 		return fmt.Errorf("encode result of job %s: %w", j.Name, err)
 	}
-	return s.putRaw(i, j.Name, data)
+	return s.putLine(i, j.Name, data, true)
 }
 
 // putRaw stores job i's entry as JSON already encoded (one line: compact).
 func (s *resultStore) putRaw(i int, name string, data []byte) error {
+	return s.putLine(i, name, data, false)
+}
+
+// putLine stores job i's entry, encoded as data; canon says json.Marshal
+// of the job made it.
+func (s *resultStore) putLine(i int, name string, data []byte, canon bool) error {
 	line := make([]byte, 0, len(data)+1)
 	if bytes.IndexByte(data, '\n') >= 0 { // read from a run.json someone indented
 		var b bytes.Buffer
@@ -66,7 +75,7 @@ func (s *resultStore) putRaw(i int, name string, data []byte) error {
 	if _, err := s.f.WriteAt(line, s.size); err != nil {
 		return fmt.Errorf("store result of job %s in %s: %w", name, s.path, err)
 	}
-	s.at[i] = span{off: s.size, n: int32(len(line))}
+	s.at[i] = span{off: s.size, n: int32(len(line)), canon: canon}
 	s.size += int64(len(line))
 	return nil
 }
@@ -74,20 +83,30 @@ func (s *resultStore) putRaw(i int, name string, data []byte) error {
 // raw reads job i's entry back as JSON, without its newline; nil when it
 // has none.
 func (s *resultStore) raw(i int) ([]byte, error) {
+	data, _, err := s.rawInto(i, nil)
+	return data, err
+}
+
+// rawInto is raw read into buf's array when it is large enough (a walk of
+// every job reuses one buffer); canon says json.Marshal of the job made it.
+func (s *resultStore) rawInto(i int, buf []byte) (data []byte, canon bool, err error) {
 	s.mu.Lock()
 	sp, f := s.at[i], s.f
 	s.mu.Unlock()
 	if sp.n == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	if f == nil {
-		return nil, fmt.Errorf("read job result: store %s closed", s.path)
+		return nil, false, fmt.Errorf("read job result: store %s closed", s.path)
 	}
-	buf := make([]byte, sp.n)
+	if cap(buf) < int(sp.n) {
+		buf = make([]byte, sp.n)
+	}
+	buf = buf[:sp.n]
 	if _, err := f.ReadAt(buf, sp.off); err != nil {
-		return nil, fmt.Errorf("read job result from %s: %w", s.path, err)
+		return nil, false, fmt.Errorf("read job result from %s: %w", s.path, err)
 	}
-	return buf[:len(buf)-1], nil
+	return buf[:len(buf)-1], sp.canon, nil
 }
 
 // get reads job i's entry back; nil when it has none.

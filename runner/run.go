@@ -264,7 +264,7 @@ func (r *run) conclude(ctx context.Context) (*report.Report, error) {
 		head.Budget = &report.Budget{CapUSD: p.BudgetUSD, SpentUSD: r.spentSoFar()}
 	}
 	path := RunReportPath(p)
-	rep := report.Streamed(head, r.journal.eachResult)
+	rep := report.StreamedEncoded(head, r.journal.eachResult, r.journal.eachEncoded)
 	if err := report.WriteJSON(path, rep); err != nil {
 		return loadedOrHead(rep), &EnvError{fmt.Errorf("write report: %w", err)}
 	}

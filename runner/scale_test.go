@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -372,5 +374,63 @@ func BenchmarkResumeToFirstJob10k(b *testing.B) {
 		b.StopTimer()
 		killedJournal(b, dir, scaleJobs) // the next iteration replays the same log again
 		b.StartTimer()
+	}
+}
+
+// TestEachEncodedIsMarshalOfEachResult: the jobs report.json is written
+// from are, byte for byte, json.Marshal of each job's result in plan
+// order: copied from the store for a job this run finished, encoded again
+// for one a resumed run carried as an older run.json had it.
+func TestEachEncodedIsMarshalOfEachResult(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	killedJournal(t, dir, n)
+	prior, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(prior.Plan, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.storeResults(RunDir(dir).Results()); err != nil {
+		t.Fatal(err)
+	}
+	defer j.closeResults()
+	j.startWriter()
+	defer j.stopWriter()
+	for _, job := range prior.Plan.Jobs[n*9/10 : n*9/10+5] { // finished now: put in the store
+		res := &report.Job{Name: job.Name, Position: job.Position, Status: report.StatusFailed, Result: "<b>&</b> \u2028",
+			Error: "exit 1\n\x1b[31m", PermissionDenials: []report.PermissionDenial{{ToolName: "Bash", ToolInput: map[string]any{"n": 1e21}}}}
+		j.update(job.Name, func(s *JobState) { s.State, s.Result = StateFinished, res })
+		if err := j.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.settle(job.Name); err != nil {
+			t.Fatal(err)
+		}
+		if s := j.state(job.Name); s.Result != nil || !s.stored {
+			t.Fatalf("job %s was not moved to the store", job.Name)
+		}
+	}
+	var want, got [][]byte
+	err = j.eachResult(func(r *report.Job) error {
+		data, err := json.Marshal(r)
+		want = append(want, data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.eachEncoded(func(data []byte) error { got = append(got, bytes.Clone(data)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(want) != n*9/10+5 {
+		t.Fatalf("eachEncoded gave %d jobs, eachResult %d, want %d", len(got), len(want), n*9/10+5)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("job %d encoded as\n%s\nwant\n%s", i, got[i], want[i])
+		}
 	}
 }

@@ -12,12 +12,15 @@
 # SCALE_SERVE=1 then runs the largest size through `pneuma serve` (started
 # on a loopback port with a token file, the run POSTed with the same jobs
 # file and concurrency, followed with GET /api/runs/{id} until it ends) and
-# prints the server's peak RSS, checked against the same 64 MB.
+# prints the server's peak RSS, checked against the same 64 MB. SCALE_PLAIN=0
+# skips the `pneuma run` sizes (and the resume and merge after them): with
+# SCALE_SERVE=1, only the served run of the largest size.
 #
 # Environment: SCALE_SIZES ("1000 3000 10000"), SCALE_CONCURRENCY (30),
 # SCALE_FILES (200), SCALE_PNEUMA (a pneuma binary to measure instead of
 # building this tree's), SCALE_HEAP=DIR writes a heap profile per size there
-# (--memprofile), SCALE_KEEP=1 keeps the scratch directory. The scratch
+# (--memprofile), SCALE_CPU=DIR a CPU profile per size (--cpuprofile; it
+# adds its own cost to the CPU figures), SCALE_KEEP=1 keeps the scratch directory. The scratch
 # directory is under TMPDIR (default /tmp; /dev/shm keeps the disk out of it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +29,14 @@ sizes="${SCALE_SIZES:-1000 3000 10000}"
 par="${SCALE_CONCURRENCY:-30}"
 nfiles="${SCALE_FILES:-200}"
 heap="${SCALE_HEAP:-}"
+cpu="${SCALE_CPU:-}"
 for n in $sizes $par $nfiles; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "bench-scale: SCALE_SIZES, SCALE_CONCURRENCY and SCALE_FILES must be numbers" >&2; exit 2; }
 done
 [[ -z "$heap" || "$heap" == /* ]] || heap="$PWD/$heap"
 [[ -z "$heap" ]] || mkdir -p "$heap"
+[[ -z "$cpu" || "$cpu" == /* ]] || cpu="$PWD/$cpu"
+[[ -z "$cpu" ]] || mkdir -p "$cpu"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-scale.XXXXXX")"
 cleanup() { if [[ "${SCALE_KEEP:-}" == 1 ]]; then echo "bench-scale: kept $tmp"; else rm -rf "$tmp"; fi; }
@@ -141,11 +147,14 @@ measure() {
 status=0
 printf '%-8s %10s %14s %10s %6s   %s\n' jobs "peak RSS" "CPU per job" wall exit load >"$tmp/table"
 for n in $sizes; do
+  last="$n"
+  [[ "${SCALE_PLAIN:-1}" != 0 ]] || continue
   repo="$tmp/repo-$n"
   mkrepo "$repo"
   jobsfile "$n" >"$repo/jobs.yaml"
   args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
   [[ -z "$heap" ]] || args+=(--memprofile "$heap/heap-$n.pprof")
+  [[ -z "$cpu" ]] || args+=(--cpuprofile "$cpu/cpu-$n.pprof")
   echo "== $n jobs: pneuma ${args[*]} jobs.yaml   load $(load)"
   measure "$n" "$repo" "${args[@]}" jobs.yaml
   per_job=$(awk -v c="$cpu_ms" -v n="$n" 'BEGIN { printf "%.2f", c / n }')
@@ -156,31 +165,32 @@ for n in $sizes; do
   [[ "$exit_code" == 1 ]] || { echo "UNEXPECTED exit $exit_code"; tail -5 "$tmp/stderr-$n.log" >&2; status=1; }
   (( hwm <= 64 * 1024 )) || { echo "MISSED peak RSS <= 64 MB at $n jobs"; status=1; }
   awk -v p="$per_job" 'BEGIN { exit !(p <= 3) }' || { echo "MISSED own CPU <= 3 ms per job at $n jobs"; status=1; }
-  last="$n"
 done
 
-# The largest run again: --rerun-failed (its one in a hundred), then a
-# resume of that (nothing left to do: the replay and the report only).
-repo="$tmp/repo-$last"
-run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last.jsonl" | head -1)
-echo "== --rerun-failed $run_id ($last jobs)   load $(load)"
-measure rerun "$repo" run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never --rerun-failed "$run_id" jobs.yaml
-echo "first job after $first_ms ms, wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
-(( first_ms >= 0 && first_ms <= 1000 )) || { echo "MISSED --rerun-failed first job within 1 s"; status=1; }
-printf 'rerun-failed of %s: first job %d ms, wall %d ms, peak RSS %d MB\n' "$last" "$first_ms" "$ms" $(( hwm / 1024 )) >>"$tmp/table"
+if [[ "${SCALE_PLAIN:-1}" != 0 ]]; then
+  # The largest run again: --rerun-failed (its one in a hundred), then a
+  # resume of that (nothing left to do: the replay and the report only).
+  repo="$tmp/repo-$last"
+  run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last.jsonl" | head -1)
+  echo "== --rerun-failed $run_id ($last jobs)   load $(load)"
+  measure rerun "$repo" run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never --rerun-failed "$run_id" jobs.yaml
+  echo "first job after $first_ms ms, wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
+  (( first_ms >= 0 && first_ms <= 1000 )) || { echo "MISSED --rerun-failed first job within 1 s"; status=1; }
+  printf 'rerun-failed of %s: first job %d ms, wall %d ms, peak RSS %d MB\n' "$last" "$first_ms" "$ms" $(( hwm / 1024 )) >>"$tmp/table"
 
-echo "== report merge of the $last-job report in ten shards   load $(load)"
-if command -v jq >/dev/null; then
-  rep="$repo/.pneuma/runs/$run_id/report.json"
-  for s in $(seq 1 10); do
-    jq --argjson s "$s" '.shard = {index: $s, total: 10} | .run_id = (.run_id + "-" + ($s|tostring)) | .jobs = [.jobs[] | select(.position % 10 == $s - 1)]' "$rep" >"$tmp/shard-$s.json"
-  done
-  measure merge "$tmp" report merge -o "$tmp/merged.json" $(for s in $(seq 1 10); do echo "$tmp/shard-$s.json"; done)
-  echo "wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
-  printf 'report merge of 10 shards: wall %d ms, peak RSS %d MB\n' "$ms" $(( hwm / 1024 )) >>"$tmp/table"
-  [[ "$exit_code" == 0 ]] || { tail -5 "$tmp/stderr-merge.log" >&2; status=1; }
-else
-  echo "(jq not found: make bench-deps)"
+  echo "== report merge of the $last-job report in ten shards   load $(load)"
+  if command -v jq >/dev/null; then
+    rep="$repo/.pneuma/runs/$run_id/report.json"
+    for s in $(seq 1 10); do
+      jq --argjson s "$s" '.shard = {index: $s, total: 10} | .run_id = (.run_id + "-" + ($s|tostring)) | .jobs = [.jobs[] | select(.position % 10 == $s - 1)]' "$rep" >"$tmp/shard-$s.json"
+    done
+    measure merge "$tmp" report merge -o "$tmp/merged.json" $(for s in $(seq 1 10); do echo "$tmp/shard-$s.json"; done)
+    echo "wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"
+    printf 'report merge of 10 shards: wall %d ms, peak RSS %d MB\n' "$ms" $(( hwm / 1024 )) >>"$tmp/table"
+    [[ "$exit_code" == 0 ]] || { tail -5 "$tmp/stderr-merge.log" >&2; status=1; }
+  else
+    echo "(jq not found: make bench-deps)"
+  fi
 fi
 
 if [[ "${SCALE_SERVE:-}" == 1 ]]; then
@@ -190,6 +200,7 @@ if [[ "${SCALE_SERVE:-}" == 1 ]]; then
   jobsfile "$n" >"$repo/jobs.yaml"
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
   token=$(cat "$tmp/token")
+  mkdir -p "$tmp/home"
   echo "== $n jobs through pneuma serve (-j $par)   load $(load)"
   (cd "$repo" && HOME="$tmp/home" exec "$pneuma" serve --addr 127.0.0.1:0 --token-file "$tmp/token" --root "$repo" \
     --claude "$tmp/claude" --max-jobs "$par" --state-dir "$tmp/serve-state" --access-log off >"$tmp/serve.out" 2>"$tmp/serve.err") &

@@ -135,24 +135,21 @@ func isHandshake(r *http.Request) bool {
 }
 
 // blindWS answers an unauthenticated upgrade for a session or run that
-// does not exist exactly as for one that does, up to the auth: only an
-// authenticated client hears that it does not exist (4004).
+// does not exist exactly as for one that does, up to the auth (the same
+// readAuth, its deadline and its 4001, counted among the connections
+// Shutdown waits for): only an authenticated client hears that it does
+// not exist (4004).
 func (s *Server) blindWS(w http.ResponseWriter, r *http.Request) {
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.AllowOrigins})
 	if err != nil {
 		return
 	}
 	conn.SetReadLimit(MaxBody)
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.AuthTimeout)
+	s.conns.Add(1)
+	defer s.conns.Done()
+	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	_, data, err := conn.Read(ctx)
-	if err != nil {
-		conn.Close(CloseUnauthorized, "no auth message within the time allowed")
-		return
-	}
-	m, err := decodeClientMessage(data)
-	if err != nil || m.Type != "auth" || !s.tokenOK(m.Token) {
-		conn.Close(CloseUnauthorized, "the first message must be a valid auth")
+	if s.readAuth(ctx, conn) == ScopeNone {
 		return
 	}
 	conn.Close(CloseNotFound, "no such session or run")

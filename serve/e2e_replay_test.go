@@ -70,9 +70,14 @@ func TestE2EReplayDedupInterrupt(t *testing.T) {
 	b.await("result", "upon a time 6")
 	s.must(202, "POST", "/api/sessions/"+o.ID+"/messages", `{"content":"and now?"}`, nil)
 	b.await("result", "short answer")
-	got := b.events()
+	// The turn's end (turn_end, the status after) follows its result in
+	// the log: wait until the client has every event the log has.
+	var got, want []map[string]any
+	waitFor(t, func() bool {
+		got, want = b.events(), s.events(o.ID)[last:]
+		return len(got) >= len(want)
+	})
 	checkGapless(t, got, last+1)
-	want := s.events(o.ID)[last:]
 	if len(got) != len(want) {
 		t.Fatalf("after reconnecting: %d events, the log has %d after %d", len(got), len(want), last)
 	}

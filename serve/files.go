@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pneuma-cli/pneuma/history"
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/runner"
 )
 
@@ -84,7 +85,17 @@ func jobSlug(run runner.RunDir, name string) string {
 	return ""
 }
 
-// jobStream is the last lines of a job's stream.jsonl (?tail=N, default 100).
+// MaxStreamTail is the most a stream tail answers (8 MiB): a tail that
+// would pass it holds only the whole lines that fit, and says so in its
+// TailCutHeader.
+const MaxStreamTail = 8 << 20
+
+// TailCutHeader is set ("true") on a stream tail that holds fewer lines
+// than asked because they would pass MaxStreamTail.
+const TailCutHeader = "Pneuma-Tail-Cut"
+
+// jobStream is the last lines of a job's stream.jsonl (?tail=N, default
+// 100), at most MaxStreamTail bytes of them.
 func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 	dir, ok := s.jobDir(w, r)
 	if !ok {
@@ -99,65 +110,108 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	data, err := tailLines(dir.Stream(), n)
+	data, cut, err := tailLines(dir.Stream(), n, MaxStreamTail)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "no stream: %v", err)
 		return
+	}
+	if cut && len(data) == 0 {
+		writeError(w, http.StatusRequestEntityTooLarge, "the stream's last line is larger than the %d bytes a tail may answer", MaxStreamTail)
+		return
+	}
+	if cut {
+		w.Header().Set(TailCutHeader, "true")
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	_, _ = w.Write(data) // a client gone mid-answer has nothing more to hear
 }
 
-// tailLines reads the last n lines of a file, from its end backwards.
-func tailLines(path string, n int) ([]byte, error) {
+// tailLines reads the last n lines of a file, from its end backwards, in
+// at most limit bytes: cut is true when fewer lines than n fit (data then
+// holds the whole lines that do, possibly none). Each chunk is read and
+// its newlines counted once.
+func tailLines(path string, n int, limit int64) (data []byte, cut bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	end := st.Size()
-	var buf []byte
-	for off := end; off > 0; {
-		size := min(off, 64<<10)
+	const step = 64 << 10
+	var chunks [][]byte
+	var read int64
+	need := n // newlines to find: one more when the file ends with one
+	off := st.Size()
+	// One byte over the limit tells whether the first line kept is whole.
+	for off > 0 && read <= limit {
+		size := min(off, step, limit+1-read)
 		off -= size
 		chunk := make([]byte, size)
 		if _, err := f.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+			return nil, false, err
 		}
-		buf = append(chunk, buf...)
-		if bytes.Count(bytes.TrimSuffix(buf, []byte("\n")), []byte("\n")) >= n {
+		if read == 0 && chunk[size-1] == '\n' {
+			need++
+		}
+		read += size
+		chunks = append(chunks, chunk)
+		if need -= bytes.Count(chunk, []byte("\n")); need <= 0 {
 			break
 		}
 	}
+	slices.Reverse(chunks)
+	buf := bytes.Join(chunks, nil)
 	trimmed := bytes.TrimSuffix(buf, []byte("\n"))
 	for i := len(trimmed) - 1; i >= 0; i-- {
 		if trimmed[i] == '\n' {
 			if n--; n == 0 {
-				return buf[i+1:], nil
+				return buf[i+1:], false, nil
 			}
 		}
 	}
-	return buf, nil
+	if off == 0 {
+		return buf, false, nil // the whole file is fewer lines than n
+	}
+	// Stopped at the limit: drop the line it cut into.
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		return buf[i+1:], true, nil
+	}
+	return nil, true, nil
 }
 
-// jobDiff is a job's diff.patch.
+// MaxDiff is the largest diff.patch GET .../diff answers (32 MiB); a
+// larger one is a 413 (the job's branch holds the changes).
+const MaxDiff = 32 << 20
+
+// jobDiff is a job's diff.patch, streamed: a regular file opened without
+// blocking, at most MaxDiff bytes.
 func (s *Server) jobDiff(w http.ResponseWriter, r *http.Request) {
 	dir, ok := s.jobDir(w, r)
 	if !ok {
 		return
 	}
-	// A job that changed nothing has no diff.patch: its diff is empty.
-	data, err := os.ReadFile(dir.Patch())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		writeError(w, http.StatusInternalServerError, "read the job's diff: %v", err)
+	f, st, err := safefile.Open(dir.Patch(), MaxDiff)
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// A job that changed nothing has no diff.patch: its diff is empty.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		return
+	case errors.As(err, &tl):
+		writeError(w, http.StatusRequestEntityTooLarge, "the job's diff is larger than the %d bytes this route answers: its branch holds the changes", MaxDiff)
+		return
+	case err != nil:
+		s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusInternalServerError, "the job's diff could not be read (the server's log says why)")
 		return
 	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write(data)
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	_, _ = io.Copy(w, io.LimitReader(f, st.Size())) // a client gone mid-answer has nothing more to hear
 }
 
 // jobTranscript exports a job's archived transcript as HTML.

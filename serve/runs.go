@@ -323,10 +323,19 @@ func (s *Server) planRun(ctx context.Context, req runRequest) (*runner.Plan, err
 	if err != nil {
 		return nil, err
 	}
+	// Each repository once, not once per job: a check resolves the path
+	// and every root (EvalSymlinks), and ten thousand of them were the
+	// largest burst of garbage of planning, on the plan and the jobs file
+	// both live: the server's peak RSS (issue 27).
+	checked := map[string]bool{}
 	for _, j := range p.Jobs {
+		if checked[j.Repo] {
+			continue
+		}
 		if _, err := safefile.CheckRoots(j.Repo, s.cfg.Roots); err != nil {
 			return nil, &PolicyError{Field: "jobs." + j.Name + ".repo", Reason: "the job's repository is not under any root of the server"}
 		}
+		checked[j.Repo] = true
 	}
 	return p, nil
 }

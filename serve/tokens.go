@@ -72,9 +72,6 @@ func (s *Server) scopeOf(got string) Scope {
 	return best
 }
 
-// tokenOK reports whether got is any of the server's tokens.
-func (s *Server) tokenOK(got string) bool { return s.scopeOf(got) != ScopeNone }
-
 // scopeKey carries the request's scope (the access log and WebSocket
 // message checks read it).
 type scopeKey struct{}

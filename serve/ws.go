@@ -30,15 +30,17 @@ const (
 	subscribeGrace = 200 * time.Millisecond
 	// writeTimeout bounds one write to a client that stopped reading.
 	writeTimeout = 30 * time.Second
-	// flushEvery paces a client's writes: a write follows the one before
-	// by at least this long, and takes every event that came meanwhile.
-	// Each write is a system call (and a wake-up of the reader), which is
-	// most of the cost of fan-out: at thousands of events/s a client gets
-	// a batch per write instead of an event per write. At a streaming
-	// model's pace (events a few ms apart or more) an event goes out at
-	// once. It adds at most this much to an event's latency.
-	flushEvery = 2 * time.Millisecond
 )
+
+// flushEvery paces a client's writes: a write follows the one before by at
+// least this long, and takes every event that came meanwhile. Each write is
+// a system call (and a wake-up of the reader), which is most of the cost of
+// fan-out: at thousands of events/s a client gets a batch per write instead
+// of an event per write. At a streaming model's pace (events a few ms apart
+// or more) an event goes out at once. It adds at most this much to an
+// event's latency. A variable for the fan-out bench alone
+// (PNEUMA_BENCH_FLUSH), which weighs CPU against latency with it.
+var flushEvery = 2 * time.Millisecond
 
 // wsTarget is what a connection talks to: a session or a run.
 type wsTarget interface {
@@ -120,27 +122,39 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, t wsTarget) {
 	}
 }
 
-// authenticate reads the first message, which must be a valid auth. The
-// deadline closes the connection itself: a Read whose context ends would
-// drop it without the 4001.
+// authenticate reads the first message, which must be a valid auth.
 func (c *wsConn) authenticate(ctx context.Context) bool {
-	timer := time.AfterFunc(c.s.cfg.AuthTimeout, func() {
-		c.conn.Close(CloseUnauthorized, "no auth message within the time allowed")
+	c.scope = c.s.readAuth(ctx, c.conn)
+	return c.scope != ScopeNone
+}
+
+// readAuth reads a WebSocket's first message, which must be a valid auth,
+// and returns its token's scope; else it closes conn with 4001 and returns
+// ScopeNone. The deadline closes the connection itself: a Read whose
+// context ends would drop it without the 4001. Every unauthenticated
+// WebSocket, whether its session or run exists or not, goes through here,
+// so an outsider cannot tell the two apart.
+func (s *Server) readAuth(ctx context.Context, conn *websocket.Conn) Scope {
+	timer := time.AfterFunc(s.cfg.AuthTimeout, func() {
+		conn.Close(CloseUnauthorized, "no auth message within the time allowed")
 	})
 	defer timer.Stop()
-	_, data, err := c.conn.Read(ctx)
+	_, data, err := conn.Read(ctx)
 	if err != nil {
-		return false
+		return ScopeNone
 	}
-	m, err := decodeClientMessage(data)
-	if err == nil && m.Type == "auth" {
-		c.scope = c.s.scopeOf(m.Token)
+	sc := ScopeNone
+	if m, err := decodeClientMessage(data); err == nil && m.Type == "auth" {
+		sc = s.scopeOf(m.Token)
 	}
-	if c.scope == ScopeNone {
-		c.conn.Close(CloseUnauthorized, "the first message must be a valid auth")
-		return false
+	if sc == ScopeNone {
+		conn.Close(CloseUnauthorized, "the first message must be a valid auth")
+		return ScopeNone
 	}
-	return timer.Stop()
+	if !timer.Stop() {
+		return ScopeNone // the deadline closed it meanwhile
+	}
+	return sc
 }
 
 // loop handles the client's messages. A subscribe in the first moments

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // dial opens a WebSocket to path; header auth unless token is "".
@@ -283,6 +284,48 @@ func TestSlowClient(t *testing.T) {
 	for i := last + 1; i <= n; i++ {
 		if m := readMsg(t, ctx, c2); seqOf(m) != i {
 			t.Fatalf("resubscribe: %d, want %d", seqOf(m), i)
+		}
+	}
+}
+
+// An unauthenticated WebSocket cannot tell which session and run ids exist:
+// for a known id and an unknown one alike, silence, a wrong token or
+// another message first is the same 4001 with the same reason; only a
+// client that authenticated hears 4004 for an unknown id.
+func TestWebSocketUnknownIDLooksKnown(t *testing.T) {
+	b := jobBed(t, func(runner.JobDir) {}) // run r1
+	sid := b.createSession()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	closeOf := func(path, first string) (websocket.StatusCode, string) {
+		c, _, err := b.dial(ctx, path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if first != "" {
+			send(t, ctx, c, first)
+		}
+		_, _, err = c.Read(ctx)
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) {
+			return -1, err.Error()
+		}
+		return ce.Code, ce.Reason
+	}
+	for _, pair := range [][2]string{
+		{"/api/sessions/" + sid + "/ws", "/api/sessions/no-such-session/ws"},
+		{"/api/runs/r1/ws", "/api/runs/no-such-run/ws"},
+	} {
+		for _, first := range []string{"", `{"type":"auth","token":"nope"}`, `{"type":"ping"}`} {
+			kc, kr := closeOf(pair[0], first)
+			uc, ur := closeOf(pair[1], first)
+			if kc != CloseUnauthorized || uc != kc || ur != kr {
+				t.Errorf("first message %q: known id %d %q, unknown id %d %q; want both 4001 alike", first, kc, kr, uc, ur)
+			}
+		}
+		if code, _ := closeOf(pair[1], `{"type":"auth","token":"`+testToken+`"}`); code != CloseNotFound {
+			t.Errorf("%s after auth: %d, want 4004", pair[1], code)
 		}
 	}
 }

@@ -145,11 +145,21 @@ type run struct {
 	env    []string  // extra environment, before Manager.Env
 	stdin  io.Reader // nil: empty
 	stdout io.Writer // nil: captured and returned
+	// quiet: stdout is not wanted; it shares stderr's pipe (one pipe and
+	// one copying goroutine less a command) and ends up in the error's tail.
+	quiet bool
 }
 
 // output runs git with args and returns its stdout.
 func (m *Manager) output(ctx context.Context, args ...string) ([]byte, error) {
 	return m.exec(ctx, run{args: args})
+}
+
+// quiet runs git with args for its effect alone: what it prints goes to
+// the error, if any (git prints nothing on stdout for the commands run so).
+func (m *Manager) quiet(ctx context.Context, args ...string) error {
+	_, err := m.exec(ctx, run{args: args, quiet: true})
+	return err
 }
 
 // noAgentCode are the settings every git command pneuma runs starts with: no
@@ -178,12 +188,15 @@ func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
 	cmd.Env = m.env(r.env)
 	cmd.Stdin = r.stdin
 	var out bytes.Buffer
-	if r.stdout != nil {
+	stderr := tail.New(stderrTail)
+	switch {
+	case r.quiet:
+		cmd.Stdout = stderr // the same writer: os/exec gives both one pipe
+	case r.stdout != nil:
 		cmd.Stdout = r.stdout
-	} else {
+	default:
 		cmd.Stdout = &out
 	}
-	stderr := tail.New(stderrTail)
 	cmd.Stderr = stderr
 	// Its own group, so a Ctrl-C on the terminal reaches pneuma only (which
 	// may still want to commit leftover work); cancellation sends SIGTERM to

@@ -31,8 +31,8 @@ type ReuseOptions struct {
 // file (`clean -ffdx`) and moves the directory to Path (`worktree move`), so
 // the result is exactly what Create would make at a fraction of its cost on
 // a big tree. When o.Untouched and From is at Base already, the checkout and
-// clean are `update-ref` (the branch, refusing one that exists) and
-// `symbolic-ref HEAD`: the index and the files stay as they are.
+// clean are one `switch -c` (refusing a branch that exists), which leaves
+// the index and the files as they are.
 //
 // It refuses a worktree with uncommitted work (*DirtyError), whose files
 // the checkout would overwrite, and one whose git metadata changed
@@ -90,7 +90,7 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 		}
 	}
 	if same {
-		err = m.branchHere(ctx, from, o.Branch, sha)
+		err = m.branchHere(ctx, from, o.Branch)
 	} else {
 		err = m.checkoutNew(ctx, from, o.Branch, sha)
 	}
@@ -111,20 +111,18 @@ func (m *Manager) reuse(ctx context.Context, o ReuseOptions) error {
 }
 
 // branchHere creates branch at sha, the commit the worktree at dir has
-// checked out, and points its HEAD at it: `update-ref` with the zero old
-// value (which refuses a branch that exists) and `symbolic-ref HEAD`. No
-// file of the worktree is read or written, its index included.
-func (m *Manager) branchHere(ctx context.Context, dir, branch, sha string) error {
-	ref := "refs/heads/" + branch
-	if _, err := m.output(ctx, "-C", dir, "update-ref", "-m", "branch: Created from "+sha, ref, sha, ""); err != nil {
+// checked out, and points its HEAD at it, in one git process: `switch -c`
+// without a start point, which refuses a branch that exists and, the commit
+// being the one checked out already, neither reads nor writes the index or
+// any file of the worktree (git skips the checkout of the tree when a new
+// branch starts at HEAD: no `index` or `unpack_trees` region in its trace).
+// --no-track: the start is HEAD, which names the old job's branch, and a
+// user's branch.autoSetupMerge=always must not make the new branch track it.
+// The caller has checked that HEAD is at sha; the reflog says "Created from
+// HEAD".
+func (m *Manager) branchHere(ctx context.Context, dir, branch string) error {
+	if err := m.quiet(ctx, "-C", dir, "switch", "--quiet", "--no-track", "-c", branch); err != nil {
 		return branchError(err, branch)
-	}
-	if _, err := m.output(ctx, "-C", dir, "symbolic-ref", "HEAD", ref); err != nil {
-		// Best effort, as in create: the HEAD error is the one to report.
-		cctx, cancel := cleanupCtx(ctx)
-		_, _ = m.output(cctx, "-C", dir, "update-ref", "-d", ref, sha)
-		cancel()
-		return err
 	}
 	return nil
 }
@@ -217,7 +215,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 	if err != nil {
 		return err
 	}
-	if _, err := m.output(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
+	if err := m.quiet(ctx, "-C", path, "update-ref", "--no-deref", "-m", "pneuma: retired", "HEAD", head); err != nil {
 		return err
 	}
 	m.remember(path, head, "") // detached now, should the move fail
@@ -240,7 +238,7 @@ func (m *Manager) retire(ctx context.Context, repo, path, to string, clean bool)
 // move moves the linked worktree at from to to (`git worktree move`); the
 // caller holds the repository's lock, and remembers the worktree at to.
 func (m *Manager) move(ctx context.Context, repo, from, to string) error {
-	if _, err := m.output(ctx, "-C", repo, "worktree", "move", "--", from, to); err != nil {
+	if err := m.quiet(ctx, "-C", repo, "worktree", "move", "--", from, to); err != nil {
 		return err
 	}
 	m.forget(from)

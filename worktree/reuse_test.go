@@ -81,8 +81,8 @@ func TestReuseUndone(t *testing.T) {
 
 // TestReuseProcesses counts the git processes of the paths every job of a
 // run takes, so that one more is a decision, not an accident: a reuse of an
-// untouched worktree at its commit is update-ref, symbolic-ref and
-// worktree move; a retire is update-ref and worktree move.
+// untouched worktree at its commit is switch -c and worktree move; a
+// retire is update-ref and worktree move.
 func TestReuseProcesses(t *testing.T) {
 	t.Parallel()
 	m := testManager(t, identityConfig)
@@ -98,8 +98,8 @@ func TestReuseProcesses(t *testing.T) {
 	if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: first, Path: second, Branch: "job/second", Base: base, Untouched: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.spawned.Load() - before; n != 3 {
-		t.Errorf("Reuse of an untouched worktree started %d git processes, want 3", n)
+	if n := m.spawned.Load() - before; n != 2 {
+		t.Errorf("Reuse of an untouched worktree started %d git processes, want 2", n)
 	}
 	before = m.spawned.Load()
 	if err := m.Retire(ctx, repo, second, filepath.Join(repo, ".pneuma", "pool", "spare"), true); err != nil {

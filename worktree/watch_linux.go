@@ -134,7 +134,7 @@ func (w *inotifyWatch) untouched() bool {
 	var buf [syscall.SizeofInotifyEvent + syscall.NAME_MAX + 1]byte
 	_, err := syscall.Read(w.fd, buf[:])
 	if errors.Is(err, syscall.EAGAIN) { // no event queued
-		if data, err := os.ReadFile(w.ref); err == nil && string(data) == w.sha {
+		if holds(w.ref, w.sha) {
 			return true
 		}
 	}
@@ -142,6 +142,35 @@ func (w *inotifyWatch) untouched() bool {
 	// way, nothing can be vouched for.
 	w.touched = true
 	return false
+}
+
+// holds says whether the file at path holds exactly want (a loose ref: a
+// sha and a newline), read with the system calls themselves into a buffer
+// on the stack: asked before each reuse, os.ReadFile's stat, allocation and
+// poller registration were most of its cost (issue 27). A longer file, or
+// one it cannot read, does not hold want.
+func holds(path, want string) bool {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var buf [128]byte
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if m == 0 {
+			return string(buf[:n]) == want
+		}
+		n += m
+	}
+	return false // longer than any ref
 }
 
 // rearm reads every queued event and accepts only those of a reuse: the

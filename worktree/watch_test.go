@@ -182,6 +182,9 @@ func TestReuseUntouched(t *testing.T) {
 		return fi
 	}
 	before := index(first)
+	// A user's autoSetupMerge=always must not make the new branch track the
+	// old job's (HEAD, the start of switch -c, names it).
+	gitT(t, m, repo, "config", "branch.autoSetupMerge", "always")
 	second := filepath.Join(repo, ".pneuma", "wt", "second")
 	if err := m.Reuse(ctx, ReuseOptions{Repo: repo, From: first, Path: second, Branch: "job/second", Base: base, Untouched: true}); err != nil {
 		t.Fatal(err)
@@ -205,8 +208,11 @@ func TestReuseUntouched(t *testing.T) {
 	if got := gitT(t, m, repo, "rev-parse", "job/first"); got != base {
 		t.Errorf("job/first moved to %s", got)
 	}
-	if log := gitT(t, m, second, "reflog", "-1", "--format=%gs", "job/second"); log != "branch: Created from "+base {
+	if log := gitT(t, m, second, "reflog", "-1", "--format=%gs", "job/second"); log != "branch: Created from HEAD" {
 		t.Errorf("reflog of the new branch: %q", log)
+	}
+	if out, err := userGit(t, m, repo, "config", "--get-regexp", `^branch\.job/second\.`); err == nil || out != "" {
+		t.Errorf("the new branch has settings (tracking?): %q", out)
 	}
 
 	// An existing branch is refused, and the new worktree is left as it was.

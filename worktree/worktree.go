@@ -5,7 +5,7 @@
 // keeping the branch.
 //
 // git writes git's files: every command that changes a repository
-// (worktree add/move/remove, update-ref, symbolic-ref, checkout, add,
+// (worktree add/move/remove, update-ref, switch, checkout, add,
 // commit) and status go through the git CLI; go-git v5 cannot create
 // linked worktrees and is much slower than git on big trees. Refs are read
 // with go-git, with the git CLI as the fallback for anything it cannot

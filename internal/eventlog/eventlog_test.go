@@ -333,3 +333,64 @@ func TestReady(t *testing.T) {
 		t.Fatalf("Next after the end: %v, want ErrEnded", err)
 	}
 }
+
+// TestSyncWithin: with a lag, a durable event is in the file when Append
+// returns and its fsync comes later, one for the events of that time; a
+// failed late fsync is the error of the next durable Append; Close does
+// the pending sync itself.
+func TestSyncWithin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l := open(t, path)
+	pending := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.lagging != nil
+	}
+	l.SyncWithin(time.Hour)
+	for i := 1; i <= 3; i++ {
+		if _, err := l.Append("result", obj("result", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") != 3 {
+		t.Fatalf("the events are not written at once: %q", data)
+	}
+	if !pending() {
+		t.Fatal("no fsync pending after durable events with a lag")
+	}
+
+	l.mu.Lock()
+	l.lagging.Stop()
+	l.lagging = nil
+	good := l.w
+	closed, err := os.Open(path)
+	if err != nil {
+		l.mu.Unlock()
+		t.Fatal(err)
+	}
+	closed.Close()
+	l.mu.Unlock()
+	if _, err := l.Append("result", obj("result", 4)); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.w = closed // the late fsync fails, and runs now
+	l.lagging.Reset(time.Millisecond)
+	l.mu.Unlock()
+	poll.Eventually(t, 10*time.Second, func() bool { return !pending() }, "the late fsync did not run")
+	l.mu.Lock()
+	l.w = good
+	l.mu.Unlock()
+	if _, err := l.Append("result", obj("result", 5)); err == nil || !strings.Contains(err.Error(), "sync") {
+		t.Fatalf("the append after a failed late fsync: %v; want its error", err)
+	}
+	if _, err := l.Append("result", obj("result", 6)); err != nil {
+		t.Fatalf("reported once, then: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pending() {
+		t.Fatal("Close left an fsync pending")
+	}
+}

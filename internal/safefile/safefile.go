@@ -47,32 +47,24 @@ func (e *OutsideError) Error() string {
 // max <= 0), under one of roots (any path when there are none). The open
 // never blocks (O_NONBLOCK: a FIFO without a writer does not hang it) and
 // the type is checked on the open file, so a path swapped for a device
-// between check and read is still refused.
+// between check and read is still refused. Under roots the file opened is
+// the checked one, resolved, opened inside its root (os.Root): a symlink
+// swapped in after the check reaches nothing outside the root.
 func Read(path string, roots []string, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = MaxSize
 	}
+	var f *os.File
+	var err error
 	if len(roots) > 0 {
-		if _, err := CheckRoots(path, roots); err != nil {
-			return nil, err
-		}
+		f, err = openUnder(path, roots, max)
+	} else {
+		f, _, err = Open(path, max)
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	if st.Size() > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
-	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
@@ -81,6 +73,70 @@ func Read(path string, roots []string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
 	}
 	return data, nil
+}
+
+// Open opens the regular file at path for reading, without blocking, if
+// it is at most max bytes; the type and size are checked on the open file
+// and returned with it. A file that grows after the open is the caller's
+// to bound (io.LimitReader to the size returned).
+func Open(path string, max int64) (*os.File, fs.FileInfo, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return checkOpen(os.NewFile(uintptr(fd), path), path, max)
+}
+
+// checked runs between the roots check and the open; tests swap the file
+// there.
+var checked = func() {}
+
+// openUnder checks path against roots and opens what was checked: its
+// resolved path, inside the resolved root that holds it, never following
+// a link out of that root. Errors name path as given, nothing resolved.
+func openUnder(path string, roots []string, max int64) (*os.File, error) {
+	real, root, err := checkRoots(path, roots)
+	if err != nil {
+		return nil, err
+	}
+	checked()
+	rel, err := filepath.Rel(root, real)
+	if err != nil {
+		return nil, &OutsideError{Path: path, Roots: roots}
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, &OutsideError{Path: path, Roots: roots}
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f, _, err = checkOpen(f, path, max)
+	return f, err
+}
+
+// checkOpen keeps f if it is a regular file of at most max bytes, else
+// closes it.
+func checkOpen(f *os.File, path string, max int64) (*os.File, fs.FileInfo, error) {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	case st.Size() > max:
+		err = &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Max: max}}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 // Lexical reports whether the cleaned absolute path is inside one of roots
@@ -109,23 +165,30 @@ func Lexical(path string, roots []string) bool {
 // error resolving it is an *OutsideError too, which says nothing of what
 // is on disk. real is the resolved path.
 func CheckRoots(path string, roots []string) (real string, err error) {
+	real, _, err = checkRoots(path, roots)
+	return real, err
+}
+
+// checkRoots is CheckRoots that also returns the resolved root holding
+// real ("" when there are no roots).
+func checkRoots(path string, roots []string) (real, root string, err error) {
 	outside := &OutsideError{Path: path, Roots: roots}
 	if !filepath.IsAbs(path) || !Lexical(path, roots) {
-		return "", outside
+		return "", "", outside
 	}
 	real, err = resolve(filepath.Clean(path))
 	if err != nil {
-		return "", outside
+		return "", "", outside
 	}
 	if len(roots) == 0 {
-		return real, nil
+		return real, "", nil
 	}
 	for _, r := range roots {
 		if rr, err := filepath.EvalSymlinks(r); err == nil && inside(real, rr) {
-			return real, nil
+			return real, rr, nil
 		}
 	}
-	return "", outside
+	return "", "", outside
 }
 
 // resolve is EvalSymlinks for a path whose tail may not exist: the longest

@@ -107,3 +107,51 @@ func FuzzCheckRoots(f *testing.F) {
 		}
 	})
 }
+
+// What Read opens is what it checked: a file (or a directory on its path)
+// swapped for a symlink out of the root between the check and the open is
+// not followed; a link that stays inside the root still reads.
+func TestReadDoesNotFollowASwappedLink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for _, p := range []string{filepath.Join(outside, "f.txt"), filepath.Join(outside, "sub", "f.txt")} {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("s3cret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(root, "f.txt"), filepath.Join(root, "sub", "f.txt")} {
+		if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("f.txt", filepath.Join(root, "alias.txt")); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { checked = func() {} }()
+	if data, err := Read(filepath.Join(root, "alias.txt"), []string{root}, 100); err != nil || string(data) != "hello" {
+		t.Errorf("a link inside the root: %q, %v", data, err)
+	}
+	for _, tc := range []struct{ path, swap, target string }{
+		{filepath.Join(root, "f.txt"), filepath.Join(root, "f.txt"), filepath.Join(outside, "f.txt")},
+		{filepath.Join(root, "sub", "f.txt"), filepath.Join(root, "sub"), filepath.Join(outside, "sub")},
+	} {
+		checked = func() {
+			if err := os.RemoveAll(tc.swap); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tc.target, tc.swap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := Read(tc.path, []string{root}, 100)
+		if err == nil || strings.Contains(string(data), "s3cret") {
+			t.Errorf("%s swapped for a link out of the root after the check: read %q, %v", tc.swap, data, err)
+		}
+		if err != nil && strings.Contains(err.Error(), outside) {
+			t.Errorf("the error names the link's target: %v", err)
+		}
+	}
+}
