@@ -43,8 +43,9 @@ func (a *argv) bind(flag, path string) {
 // tmp and home, the repository read-only, the job's read and write paths,
 // then what protects pneuma and the repository (see protect), so that no
 // read or write path, whatever it names, undoes it: the repository's git
-// dir read-only, its .pneuma hidden, pneuma and the CLI read-only; then the
-// job's worktree and what git needs to commit on its branch.
+// dir read-only, its .pneuma hidden, pneuma read-only (Open refuses a write
+// path holding pneuma or the CLI); then the job's worktree and what git
+// needs to commit on its branch.
 func (b *Box) bwrapArgs(dir string) []string {
 	var a argv
 	a.add(namespaceFlags...)
@@ -125,8 +126,9 @@ func (b *Box) protect(dir string) []string {
 }
 
 // checkWrite refuses a write path that is or holds a program pneuma runs
-// outside the sandbox: pneuma itself (and its forwarder), the CLI (the path it is run by, its
-// installation, the node beside it). Inside, the agent could replace it.
+// outside the sandbox: pneuma itself (and its forwarder), the CLI (the
+// path it is run by, its installation, the node beside it). Inside, the
+// agent could replace it.
 func checkWrite(cfg Config) error {
 	var progs []string
 	for _, p := range []string{cfg.Self, forwarder(cfg.Self), cfg.Binary} {
