@@ -18,13 +18,13 @@ PNEUMA_BENCH=1 PNEUMA_BENCH_RATE=200 go test -count=1 -v -run 'TestBenchFanOut$'
 go test -count=1 -run XXX -bench . -benchtime 20x ./internal/eventlog/ 2>&1 | grep Benchmark >>"$out" || true
 echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E -- '--- FAIL|^FAIL|panic' "$out" || true
-fan=$(grep -o 'clients at 2000 events/s: .*' "$out" | head -1)
-fan200=$(grep -o 'clients at 200 events/s: .*' "$out" | head -1)
+fan=$(grep -o 'clients at 2000 events/s[ :].*' "$out" | head -1)
+fan200=$(grep -o 'clients at 200 events/s[ :].*' "$out" | head -1)
 replay=$(awk '/^BenchmarkReplay10k/ {printf "%.1f ms", $3/1e6; exit}' "$out")
 rss=$(grep -o 'sessions (8,000 events): .*' "$out" | head -1 | sed 's/.*: //')
 echo
-printf '%-44s %s\n' "fan-out 10k events x 100 clients, 2000/s" "${fan#*events/s: }"
-printf '%-44s %s\n' "fan-out 10k events x 100 clients, 200/s" "${fan200#*events/s: }"
+printf '%-44s %s\n' "fan-out 10k events x 100 clients, 2000/s" "${fan#*events/s }"
+printf '%-44s %s\n' "fan-out 10k events x 100 clients, 200/s" "${fan200#*events/s }"
 printf '%-44s %s\n' "replay 10k events" "$replay"
 printf '%-44s %s\n' "RSS, 8 idle sessions" "$rss"
 grep Benchmark "$out" || true
