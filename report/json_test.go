@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,5 +133,34 @@ func TestReadJSONToleratesAddedFields(t *testing.T) {
 	data, _ = json.Marshal(doc)
 	if _, err := Decode(data); err != nil {
 		t.Fatalf("a v1 report with a field added later was refused: %v", err)
+	}
+}
+
+// The total cost does not depend on the order jobs finished in: a float
+// sum would end in 0.015000000000000001 in one order and 0.015 in another.
+func TestTotalCostIndependentOfOrder(t *testing.T) {
+	costs := []float64{0.0075, 0.0001, 0.0074, 0.1, 0.2, 0.3}
+	var want string
+	for i := range costs {
+		var tot Totals
+		for k := range costs {
+			tot.Add(&Job{CostUSD: costs[(i+k)%len(costs)]})
+		}
+		got := strconv.FormatFloat(tot.CostUSD, 'g', -1, 64)
+		if i == 0 {
+			want = got
+		}
+		if got != want {
+			t.Fatalf("rotation %d: total %s, rotation 0: %s", i, got, want)
+		}
+	}
+	if want != "0.615" {
+		t.Fatalf("total %s, want 0.615", want)
+	}
+	// Totals decoded from a report go on from their cost.
+	tot := Totals{CostUSD: 0.1}
+	tot.Add(&Job{CostUSD: 0.2})
+	if tot.CostUSD != 0.3 {
+		t.Fatalf("0.1 + 0.2 = %v, want 0.3", tot.CostUSD)
 	}
 }

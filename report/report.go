@@ -5,6 +5,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/pneuma-cli/pneuma/usage"
@@ -397,7 +398,10 @@ func (t *Totals) Add(j *Job) {
 	case StatusInterrupted:
 		t.Interrupted++
 	}
-	t.CostUSD += j.CostUSD
+	// Summed in billionths of a dollar, integers, so the total does not
+	// depend on the order jobs finished in (a float sum of the same costs
+	// ends in 0.015 in one order and 0.015000000000000001 in another).
+	t.CostUSD = float64(toNanoUSD(t.CostUSD)+toNanoUSD(j.CostUSD)) / 1e9
 	t.InputTokens += j.Usage.InputTokens
 	t.OutputTokens += j.Usage.OutputTokens
 	t.CacheReadInputTokens += j.Usage.CacheReadInputTokens
@@ -405,6 +409,9 @@ func (t *Totals) Add(j *Job) {
 	t.NumTurns += j.NumTurns
 	t.DurationMS += j.DurationMS
 }
+
+// toNanoUSD is usd in billionths of a dollar, rounded.
+func toNanoUSD(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
 
 // RunStatus is the status of a run with these totals: interrupted when a
 // signal stopped it, else failed when any job did not succeed.
