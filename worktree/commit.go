@@ -66,9 +66,8 @@ const (
 // is refused (*TamperedError) before git runs, since `git commit` moves
 // whatever HEAD names and an agent may have rewritten it (branch "" skips
 // that check, for a caller that commits on whatever is checked out). When
-// nothing is staged
-// afterwards it commits nothing and returns the current HEAD with committed
-// false (sha is empty on an unborn branch).
+// nothing is staged afterwards it commits nothing and returns the current
+// HEAD with committed false (sha is empty on an unborn branch).
 //
 // The commit is a snapshot of what a job left behind, so it must not fail or
 // hang on the user's machinery:
