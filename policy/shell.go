@@ -20,7 +20,8 @@ import (
 // strings parsed again) makes the command opaque, which only a bare Bash
 // rule may allow, and is still searched by deny rules. A command word that
 // is not known before the shell runs ($X, "$X", $(...), globs, brace
-// expansion) makes its command opaque too. Text that does not parse is an
+// expansion) makes its command opaque too, and deny rules also see what it
+// may run (see unknownName). Text that does not parse is an
 // error: the decision fails closed.
 
 // maxNesting bounds the bash -c, sh -c and eval strings parsed again inside
@@ -356,6 +357,7 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 	}
 	if len(args) > 0 && !name.static() {
 		c.opaque = true
+		c.alt = append(c.alt, w.unknownName(args)...)
 	}
 	// The name after assignments and wrappers (timeout 5 $CMD) must be
 	// known as well.
@@ -391,6 +393,76 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 	if len(loose) > 0 {
 		c.alt = append(c.alt, loose)
 	}
+}
+
+// unknownName lists, for deny rules, what a command whose name is not
+// known before it runs may run: its arguments alone (the name expands to
+// nothing: $X rm -rf /), and its name's literal beginning or end (the rest
+// expands to nothing: ${X}rm -rf /, rm$X -rf /, "$X"rm).
+func (w *walker) unknownName(args []*syntax.Word) [][]string {
+	var rest []string
+	for _, a := range args[1:] {
+		rest = append(rest, w.word(a, true).val)
+	}
+	var out [][]string
+	if len(rest) > 0 {
+		out = append(out, rest)
+	}
+	lead, trail := literalEnds(args[0])
+	for _, name := range []string{lead, trail} {
+		if name != "" {
+			out = append(out, append([]string{name}, rest...))
+		}
+	}
+	return out
+}
+
+// literalEnds returns the literal text a word begins with and ends with,
+// before its first and after its last part whose value is not known.
+func literalEnds(word *syntax.Word) (lead, trail string) {
+	first, last := -1, -1
+	for i, part := range word.Parts {
+		if _, ok := literalPart(part); !ok {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return "", "" // all literal: the name is known
+	}
+	for _, part := range word.Parts[:first] {
+		v, _ := literalPart(part)
+		lead += v
+	}
+	for _, part := range word.Parts[last+1:] {
+		v, _ := literalPart(part)
+		trail += v
+	}
+	return lead, trail
+}
+
+// literalPart returns the value of a word part that is plain text: a
+// literal, a single-quoted string, or a double-quoted one of literals.
+func literalPart(part syntax.WordPart) (string, bool) {
+	switch x := part.(type) {
+	case *syntax.Lit:
+		return x.Value, true
+	case *syntax.SglQuoted:
+		return x.Value, !x.Dollar
+	case *syntax.DblQuoted:
+		var b strings.Builder
+		for _, p := range x.Parts {
+			l, ok := p.(*syntax.Lit)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(l.Value)
+		}
+		return b.String(), !x.Dollar
+	}
+	return "", false
 }
 
 // braceWords brace-expands a command name ({rm,-rf,/} runs rm -rf /) into

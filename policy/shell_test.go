@@ -305,3 +305,22 @@ func shellFuzzSeeds(f *testing.F) []string {
 	}
 	return seeds
 }
+
+// A command whose name is not known before it runs may run its arguments
+// (the name expands to nothing) or its name's literal beginning or end:
+// deny rules see those spellings (the fuzz target found "${0#"}"}&"rm -rf",
+// whose name ends in rm, allowed where the old lexer denied it).
+func TestShellUnknownNameDenied(t *testing.T) {
+	p := mustCompile(t, shellSpecs["bare"])
+	for _, cmd := range []string{`${X}rm -rf /`, `rm${X} -rf /`, `"$X"rm -rf /`, `$X rm -rf /`, `"$(true)" rm -rf /`,
+		`"${0#"}"}&"rm -rf`, `${X}/bin/rm -rf /`, `$'\x72'm -rf /`} {
+		if d := p.Decide(bashCall(cmd)); d.Allow || d.Rule != "Bash(rm -rf *)" {
+			t.Errorf("Decide(%q) = %+v, want denied by the rm rule", cmd, d)
+		}
+	}
+	for _, cmd := range []string{`$GO test ./...`, `"$CMD" install`, `${X}ls -la`} {
+		if d := p.Decide(bashCall(cmd)); !d.Allow {
+			t.Errorf("Decide(%q) = %+v, want allowed by the bare Bash rule", cmd, d)
+		}
+	}
+}
