@@ -436,11 +436,30 @@ func literalEnds(word *syntax.Word) (lead, trail string) {
 		v, _ := literalPart(part)
 		lead += v
 	}
+	if dq, ok := word.Parts[last].(*syntax.DblQuoted); ok {
+		// "$X&r"m: the quoted literal end belongs to the name's end too.
+		for i := len(dq.Parts) - 1; i >= 0; i-- {
+			l, ok := dq.Parts[i].(*syntax.Lit)
+			if !ok {
+				break
+			}
+			trail = l.Value + trail
+		}
+	}
 	for _, part := range word.Parts[last+1:] {
 		v, _ := literalPart(part)
 		trail += v
 	}
+	// What bash would look up is the end that reads as a command name.
+	if i := strings.LastIndexFunc(trail, func(r rune) bool { return !nameRune(r) }); i >= 0 {
+		trail = trail[i+1:]
+	}
 	return lead, trail
+}
+
+// nameRune reports a rune that may be part of a command's path.
+func nameRune(r rune) bool {
+	return r == '/' || r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }
 
 // literalPart returns the value of a word part that is plain text: a
@@ -698,7 +717,34 @@ func (w *walker) word(word *syntax.Word, quiet bool) wordInfo {
 		w.wordPart(part, &b, &wi, false, quiet)
 	}
 	wi.val = b.String()
+	// A brace beside an expansion ($${, ${0#{}) is read by bash's grammar,
+	// not by rules written against text: treated like code, as the lexer
+	// before this parser did.
+	if wi.param && strings.ContainsAny(w.outsideParams(word), "{}") {
+		wi.code = true
+	}
 	return wi
+}
+
+// outsideParams is the text of word without its parameter expansions.
+func (w *walker) outsideParams(word *syntax.Word) string {
+	text := w.text(word)
+	var b strings.Builder
+	at := word.Pos().Offset()
+	syntax.Walk(word, func(n syntax.Node) bool {
+		pe, ok := n.(*syntax.ParamExp)
+		if !ok {
+			return true
+		}
+		start, end := pe.Pos().Offset()-at, pe.End().Offset()-at
+		if start < uint(len(text)) && end <= uint(len(text)) && start <= end {
+			b.WriteString(text[:start])
+			text, at = text[end:], pe.End().Offset()
+		}
+		return false
+	})
+	b.WriteString(text)
+	return b.String()
 }
 
 func (w *walker) wordPart(part syntax.WordPart, b *strings.Builder, wi *wordInfo, quoted, quiet bool) {
@@ -792,6 +838,11 @@ func (w *walker) paramWords(p *syntax.ParamExp, wi *wordInfo, quiet bool) {
 // (which the lexer before this parser could not follow).
 func riskyParam(p *syntax.ParamExp, text string) bool {
 	if p.Excl || p.Index != nil || p.Slice != nil || p.Names != 0 || strings.ContainsAny(text, "(`\"'") {
+		return true
+	}
+	// Braces inside ${...} (a pattern such as ${0#{}) are read by bash's
+	// grammar, not by rules written against text: treated like quotes.
+	if inner := strings.TrimSuffix(strings.TrimPrefix(text, "${"), "}"); strings.ContainsAny(inner, "{}") {
 		return true
 	}
 	// Substitutions inside are caught by the parentheses and backquotes

@@ -324,3 +324,21 @@ func TestShellUnknownNameDenied(t *testing.T) {
 		}
 	}
 }
+
+// A brace beside a parameter expansion ($${, ${0#{}) is read by bash's
+// grammar, not by rules written against text: only a bare Bash rule
+// allows it, as the lexer before the parser decided (found by
+// FuzzShellParserNotMorePermissive).
+func TestShellBraceBesideExpansion(t *testing.T) {
+	p := mustCompile(t, shellSpecs["rules"])
+	for _, cmd := range []string{`echo $${`, `go test ${0#{}`, `echo ${X}}`} {
+		if d := p.Decide(bashCall(cmd)); d.Allow {
+			t.Errorf("Decide(%q) = %+v, want left to the default (deny)", cmd, d)
+		}
+	}
+	for _, cmd := range []string{`echo ${HOME}`, `go test ./... ${X}`, `echo "$HOME" {a,b}`} {
+		if d := p.Decide(bashCall(cmd)); !d.Allow {
+			t.Errorf("Decide(%q) = %+v, want allowed", cmd, d)
+		}
+	}
+}
