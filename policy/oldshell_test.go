@@ -588,7 +588,7 @@ func oldScanParens(s string, i int) (inner string, end int) {
 // before matching (timeout 60 go test ./... is matched as go test ./...).
 var oldWrappers = map[string]bool{
 	"timeout": true, "time": true, "nice": true, "nohup": true, "stdbuf": true,
-	"ionice": true, "oldCommand": true, "builtin": true, "exec": true,
+	"ionice": true, "command": true, "builtin": true, "exec": true,
 }
 
 // oldSafeEnv are variables that only tune the tool being run; a oldCommand
@@ -759,7 +759,7 @@ func oldAllowMatch(rules []*rule, c oldCommand) *rule {
 var oldRunners = map[string]bool{
 	"xargs": true, "env": true, "sudo": true, "doas": true, "su": true, "runuser": true,
 	"watch": true, "parallel": true, "nohup": true, "timeout": true, "nice": true,
-	"ionice": true, "stdbuf": true, "time": true, "oldCommand": true, "builtin": true,
+	"ionice": true, "stdbuf": true, "time": true, "command": true, "builtin": true,
 	"exec": true, "strace": true, "ltrace": true, "flock": true, "chroot": true,
 	"unshare": true, "setsid": true, "fakeroot": true, "taskset": true, "chrt": true,
 	"busybox": true, "npx": true, "bunx": true,
