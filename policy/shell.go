@@ -140,8 +140,31 @@ func (w *walker) parse(s string, depth int, direct bool) {
 		w.fail(err)
 		return
 	}
+	if err := hdocMisread(f, s); err != nil {
+		w.fail(err)
+		return
+	}
 	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
+}
+
+// hdocMisread refuses a here-document whose delimiter word is followed at
+// once by "#": the parser ends the word there and takes the rest of the
+// line for a comment, where bash reads on (<<'EOF'#x& git push runs git
+// push), so the line's commands cannot be known.
+func hdocMisread(f *syntax.File, src string) error {
+	var err error
+	syntax.Walk(f, func(n syntax.Node) bool {
+		r, ok := n.(*syntax.Redirect)
+		if !ok || err != nil || r.Word == nil || (r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc) {
+			return err == nil
+		}
+		if end := r.Word.End().Offset(); end < uint(len(src)) && src[end] == '#' {
+			err = fmt.Errorf("here-document delimiter %q is followed by \"#\", which bash reads as part of it", src[r.Word.Pos().Offset():end])
+		}
+		return true
+	})
+	return err
 }
 
 // parenDepth is how deeply parentheses or braces nest in s, quotes

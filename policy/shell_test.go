@@ -342,3 +342,14 @@ func TestShellBraceBesideExpansion(t *testing.T) {
 		}
 	}
 }
+
+// The parser ends a here-document's delimiter word at "#" and takes the
+// rest of the line for a comment, where bash reads on: such a line fails
+// closed (found by FuzzShellParserNotMorePermissive).
+func TestShellHeredocDelimiterHash(t *testing.T) {
+	p := mustCompile(t, shellSpecs["bare"])
+	cmd := "cat <<'EOF'#x& git push\nEOF"
+	if d := p.Decide(bashCall(cmd)); d.Allow {
+		t.Fatalf("Decide(%q) = %+v, want denied", cmd, d)
+	}
+}
