@@ -142,25 +142,7 @@ func TestSignalReachesTheCommand(t *testing.T) {
 // job's, not a new name beside its own, not a loose ref over a packed one.
 func TestBoxRefs(t *testing.T) {
 	bwrap := needBwrap(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	env := []string{"PATH=/usr/bin:/bin", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	root, repo, env, git := testRepo(t)
 	git(repo, "branch", "pneuma/r1/packed")
 	git(repo, "pack-refs", "--all") // pneuma/r1/packed lives in packed-refs only
 	git(repo, "branch", "pneuma/r1/other")
@@ -340,25 +322,7 @@ func TestBoxShowsOnlyTheCLI(t *testing.T) {
 // filter driver that pneuma's own `git add -A` runs outside.)
 func TestBoxPathsKeepGitClosed(t *testing.T) {
 	bwrap := needBwrap(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	env := []string{"PATH=/usr/bin:/bin", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	root, repo, env, git := testRepo(t)
 	other := filepath.Join(repo, ".pneuma", "worktrees", "r1", "other")
 	git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/other", other)
 	base := git(repo, "rev-parse", "main")
@@ -429,4 +393,30 @@ echo x > ` + repo + `/top.txt && echo top=ok`})
 			}
 		}
 	})
+}
+
+// testRepo makes a repository with one empty commit on main under a new
+// root (its HOME), and returns them with that environment and a git runner in it.
+func testRepo(t *testing.T) (root, repo string, env []string, git func(dir string, args ...string) string) {
+	t.Helper()
+	root = t.TempDir()
+	repo = filepath.Join(root, "repo")
+	env = []string{"PATH=/usr/bin:/bin", "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+	git = func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	return root, repo, env, git
 }
