@@ -28,15 +28,18 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// MarshalJSON writes j with an empty permission_denials list as [] rather than
-// null.
-func (j Job) MarshalJSON() ([]byte, error) {
-	type plain Job
-	p := plain(j)
-	if p.PermissionDenials == nil {
-		p.PermissionDenials = []PermissionDenial{}
+// Denials are a job's permission denials. Empty, they are written as []
+// rather than null, as the schema requires. (A MarshalJSON on Job did
+// that before; encoding/json then re-scanned and compacted every job's
+// whole encoding, a tenth of a run's own CPU at 1,000 jobs: issue 27.)
+type Denials []PermissionDenial
+
+// MarshalJSON writes d, [] when empty.
+func (d Denials) MarshalJSON() ([]byte, error) {
+	if len(d) == 0 {
+		return []byte("[]"), nil
 	}
-	return json.Marshal(p)
+	return json.Marshal([]PermissionDenial(d))
 }
 
 // Encode returns r as indented JSON ending in a newline, the form WriteJSON

@@ -222,7 +222,7 @@ type Job struct {
 	ExitCode          int                   `json:"exit_code"`
 	Error             string                `json:"error,omitempty"`
 	Result            string                `json:"result,omitempty"`
-	PermissionDenials []PermissionDenial    `json:"permission_denials"`
+	PermissionDenials Denials               `json:"permission_denials"`
 	Repo              string                `json:"repo"`
 	Worktree          string                `json:"worktree,omitempty"`
 	Branch            string                `json:"branch,omitempty"`

@@ -3,12 +3,10 @@ package worktree
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // A linked worktree is tied to its repository by two links: its .git file
@@ -191,26 +189,8 @@ func (m *Manager) checkOwn(common, dir string) error {
 // readLink reads a small regular file without following a symbolic link at
 // its name and without blocking on a named pipe put in its place.
 func readLink(p string) (string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close() // read-only: nothing to flush
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxLink+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > maxLink {
-		return "", fmt.Errorf("%s is larger than %d bytes", p, maxLink)
-	}
-	return string(data), nil
+	data, err := readSmall(p, maxLink)
+	return string(data), err
 }
 
 // readOptional is readLink for a file that may not exist ("").

@@ -158,7 +158,7 @@ func gitDir(dir string) (string, error) {
 	if fi.IsDir() {
 		return p, nil
 	}
-	data, err := os.ReadFile(p)
+	data, err := readSmall(p, maxLink)
 	if err != nil {
 		return "", err
 	}

@@ -102,7 +102,7 @@ func watchDirs(dir string) (dirs []string, ok bool) {
 // names, and the sha it holds. A detached HEAD, or a branch that is only
 // in packed-refs, is an error: a Watch needs a file it can read again.
 func branchRef(gitDir string) (file, sha string, err error) {
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	head, err := readSmall(filepath.Join(gitDir, "HEAD"), maxLink)
 	if err != nil {
 		return "", "", err
 	}
@@ -111,14 +111,14 @@ func branchRef(gitDir string) (file, sha string, err error) {
 		return "", "", errors.New("HEAD is not on a branch")
 	}
 	common := gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if data, err := readSmall(filepath.Join(gitDir, "commondir"), maxLink); err == nil {
 		common = strings.TrimSpace(string(data))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gitDir, common)
 		}
 	}
 	file = filepath.Join(common, filepath.FromSlash(name))
-	data, err := os.ReadFile(file)
+	data, err := readSmall(file, maxLink)
 	if err != nil {
 		return "", "", err
 	}
