@@ -1,0 +1,363 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// objStore quarantines the objects git writes inside the sandbox of a job in
+// a linked worktree. Inside, the repository's object store (shared by main
+// and every other branch) is read-only at insideObjects, and its path
+// <common>/objects shows a private object directory of the job's instead,
+// whose alternates name the shared store: git inside reads every object
+// and writes new ones (commits, blobs git add hashes for the index, packs
+// of git gc) to the private directory, whatever its environment says. The
+// private directory's info is a read-only directory of pneuma's, so that
+// the agent can plant no alternates there.
+//
+// sync moves the private objects into the shared store through git only:
+// linked (never followed, never copied) into a staging directory inside
+// pneuma's state, where the agent reaches nothing, packed from there by
+// git pack-objects, indexed and checked by git index-pack --strict (each
+// object re-hashed, its links found in the pack or the shared store)
+// without touching the repository, compared with the names they had, and
+// only then stored by git in the shared store. An object refused is noted
+// and removed from the private directory; the others still move.
+type objStore struct {
+	mu sync.Mutex
+	// common is the repository's git dir; root the store's state
+	// directory, which holds priv (the private object directory, bound at
+	// <common>/objects inside), info (bound read-only over priv/info),
+	// stage (where sync links what it reads) and the pack sync makes.
+	common, root string
+}
+
+// Paths inside the store's state directory.
+const (
+	objPriv  = "objects"
+	objInfo  = "info"
+	objStage = "stage"
+	objPack  = "incoming.pack"
+)
+
+// insideObjects is where the shared object store is shown read-only inside.
+const insideObjects = "/run/pneuma/objects"
+
+// maxSingles bounds the objects sync tries one by one when a batch is
+// refused (a bad object in it): each costs four git processes.
+const maxSingles = 64
+
+// unpackLimit is git's transfer.unpackLimit: smaller batches are stored as
+// loose objects (git unpack-objects, which skips those the store has), the
+// others as a pack (git index-pack).
+const unpackLimit = 100
+
+func newObjStore(common, root string) *objStore {
+	return &objStore{common: common, root: root}
+}
+
+// binds are bubblewrap's arguments for the store, after the repository's
+// git dir is bound read-only. Without its directories (an error making
+// them) the shared store stays read-only inside: no commit, no escape.
+func (s *objStore) binds() []string {
+	if !filepath.IsAbs(s.root) {
+		return nil // bubblewrap would resolve it against its own cwd
+	}
+	priv, info := filepath.Join(s.root, objPriv), filepath.Join(s.root, objInfo)
+	for _, d := range []string{filepath.Join(priv, "info"), filepath.Join(priv, "pack"), info} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil
+		}
+	}
+	if err := replaceFile(filepath.Join(info, "alternates"), insideObjects+"\n"); err != nil {
+		return nil
+	}
+	shared := filepath.Join(s.common, "objects")
+	return []string{"--ro-bind", shared, insideObjects, "--bind", priv, shared, "--ro-bind", info, filepath.Join(shared, "info")}
+}
+
+// staged is what sync took from the private directory: its loose objects
+// (by id) and its packs (by base name, pack-<hash>).
+type staged struct {
+	loose []string
+	packs []string
+}
+
+func (st staged) empty() bool { return len(st.loose) == 0 && len(st.packs) == 0 }
+
+// sync moves the objects git wrote inside into the shared store (see
+// objStore). With nothing new in the private directory it runs no process.
+func (s *objStore) sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	root, err := os.OpenRoot(s.root)
+	if err != nil {
+		return nil // never opened: nothing inside wrote there
+	}
+	defer root.Close()
+	st := listPriv(root)
+	if st.empty() {
+		return nil
+	}
+	stage := filepath.Join(s.root, objStage)
+	defer os.RemoveAll(stage)
+	var errs []error
+	st, err = s.stage(root, st)
+	errs = append(errs, err)
+	ids := st.loose
+	if len(st.packs) > 0 {
+		all, err := s.git(stage, nil, nil, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: read the packs git wrote inside: %w: refused", err))
+			dropPacks(root, st.packs)
+			st.packs = nil
+		} else {
+			ids = strings.Fields(all)
+		}
+	}
+	refused, err := s.moveAll(ids)
+	if err != nil {
+		errs = append(errs, err)
+		if refused == nil {
+			return errors.Join(errs...) // nothing moved: kept for the next sync
+		}
+		for _, id := range refused {
+			_ = root.Remove(looseName(objPriv, id)) // it stays out of the repository
+		}
+	}
+	for _, id := range st.loose {
+		_ = root.Remove(looseName(objPriv, id)) // in the shared store now, or refused
+		_ = root.Remove(filepath.Join(objPriv, id[:2]))
+	}
+	dropPacks(root, st.packs)
+	return errors.Join(errs...)
+}
+
+// looseName is the path of a loose object under dir.
+func looseName(dir, id string) string { return filepath.Join(dir, id[:2], id[2:]) }
+
+// listPriv lists the private directory: loose objects git finished
+// writing (its temporary files are not), and packs with their index.
+func listPriv(root *os.Root) staged {
+	var st staged
+	entries, _ := fs.ReadDir(root.FS(), objPriv)
+	for _, e := range entries {
+		if len(e.Name()) != 2 || !isHex(e.Name()) || !e.IsDir() {
+			continue
+		}
+		objs, _ := fs.ReadDir(root.FS(), filepath.Join(objPriv, e.Name()))
+		for _, o := range objs {
+			if id := e.Name() + o.Name(); objectID(id) {
+				st.loose = append(st.loose, id)
+			}
+		}
+	}
+	packs, _ := fs.ReadDir(root.FS(), filepath.Join(objPriv, "pack"))
+	for _, p := range packs {
+		if base, ok := strings.CutSuffix(p.Name(), ".idx"); ok && strings.HasPrefix(base, "pack-") {
+			if _, err := root.Lstat(filepath.Join(objPriv, "pack", base+".pack")); err == nil {
+				st.packs = append(st.packs, base)
+			}
+		}
+	}
+	return st
+}
+
+func isHex(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// stage hard-links what st names into the staging directory, where the
+// agent cannot swap a file for a link to one it could never read: a link
+// is made of the entry itself, never of what it points to, and only a
+// regular file is kept. It returns what was staged.
+func (s *objStore) stage(root *os.Root, st staged) (staged, error) {
+	_ = root.RemoveAll(objStage)
+	if err := root.MkdirAll(filepath.Join(objStage, "pack"), 0o700); err != nil {
+		return staged{}, fmt.Errorf("sandbox: stage the objects git wrote inside: %w", err)
+	}
+	var out staged
+	var bad []string
+	link := func(name string) bool {
+		from, to := filepath.Join(objPriv, name), filepath.Join(objStage, name)
+		if err := root.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return false
+		}
+		if err := root.Link(from, to); err != nil {
+			return false // gone, or a link out of the directory: nothing to move
+		}
+		if fi, err := root.Lstat(to); err != nil || !fi.Mode().IsRegular() {
+			bad = append(bad, name)
+			_ = root.Remove(to)
+			_ = root.Remove(from)
+			return false
+		}
+		return true
+	}
+	for _, id := range st.loose {
+		if link(filepath.Join(id[:2], id[2:])) {
+			out.loose = append(out.loose, id)
+		}
+	}
+	for _, p := range st.packs {
+		if link(filepath.Join("pack", p+".pack")) && link(filepath.Join("pack", p+".idx")) {
+			out.packs = append(out.packs, p)
+		}
+	}
+	if len(bad) > 0 {
+		return out, fmt.Errorf("sandbox: %d file(s) in the job's object store are not regular files (%s): refused", len(bad), strings.Join(bad[:min(3, len(bad))], ", "))
+	}
+	return out, nil
+}
+
+// dropPacks removes packs from the private directory, their index first.
+func dropPacks(root *os.Root, packs []string) {
+	for _, p := range packs {
+		for _, ext := range []string{".idx", ".pack", ".rev", ".bitmap", ".keep", ".mtimes", ".promisor"} {
+			_ = root.Remove(filepath.Join(objPriv, "pack", p+ext))
+		}
+	}
+}
+
+// moveAll moves ids into the shared store: in one batch, else (a bad
+// object in it) without the objects whose content is not what their name
+// says, else one by one in rounds until none moves (an object whose links
+// are in the batch moves after them). It returns the ids refused; nil
+// with an error when nothing moved and everything stays for the next sync.
+func (s *objStore) moveAll(ids []string) (refused []string, err error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	mismatched, err := s.move(ids)
+	if err == nil {
+		return nil, nil
+	}
+	why := map[string]error{}
+	for _, id := range mismatched {
+		why[id] = err
+	}
+	left := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return why[id] != nil })
+	if len(mismatched) > 0 {
+		if _, err2 := s.move(left); err2 == nil || len(left) == 0 {
+			return mismatched, err
+		}
+	}
+	if len(left) > maxSingles {
+		return nil, fmt.Errorf("sandbox: objects git wrote inside refused: %w; %d objects are too many to try one by one: none moved, kept for the next sync", err, len(left))
+	}
+	for moved := true; moved && len(left) > 0; {
+		moved = false
+		left = slices.DeleteFunc(left, func(id string) bool {
+			_, err := s.move([]string{id})
+			why[id] = err
+			moved = moved || err == nil
+			return err == nil
+		})
+	}
+	refused = append(mismatched, left...)
+	reasons := make([]string, 0, 3)
+	for _, id := range refused[:min(3, len(refused))] {
+		reasons = append(reasons, fmt.Sprintf("%s: %v", id, why[id]))
+	}
+	return refused, fmt.Errorf("sandbox: %d object(s) git wrote inside refused, the others moved: %s", len(refused), strings.Join(reasons, "; "))
+}
+
+// move packs ids from the staging directory, checks the pack (see
+// objStore) and stores it in the shared store. It returns the ids whose
+// content is not what their name says, when that is why it refused them.
+func (s *objStore) move(ids []string) (mismatched []string, err error) {
+	stage, pack := filepath.Join(s.root, objStage), filepath.Join(s.root, objPack)
+	idx := strings.TrimSuffix(pack, ".pack") + ".idx"
+	defer os.Remove(pack)
+	defer os.Remove(idx)
+	defer os.Remove(strings.TrimSuffix(pack, ".pack") + ".rev") // none asked for; whatever git's config says
+	f, err := os.OpenFile(pack, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: move the objects git wrote inside: %w", err)
+	}
+	defer f.Close()
+	list := strings.NewReader(strings.Join(ids, "\n") + "\n")
+	if _, err := s.git(stage, list, f, "pack-objects", "-q", "--stdout"); err != nil {
+		return nil, err
+	}
+	if _, err := s.git("", nil, nil, "index-pack", "--strict", "--no-rev-index", "-o", idx, pack); err != nil {
+		return nil, err
+	}
+	ix, err := os.Open(idx)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: move the objects git wrote inside: %w", err)
+	}
+	shown, err := s.git("", ix, nil, "show-index")
+	ix.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: move the objects git wrote inside: %w", err)
+	}
+	packed := map[string]bool{}
+	for line := range strings.Lines(shown) {
+		if fields := strings.Fields(line); len(fields) >= 2 {
+			packed[fields[1]] = true
+		}
+	}
+	for _, id := range ids {
+		if !packed[id] {
+			mismatched = append(mismatched, id)
+		}
+	}
+	if len(mismatched) > 0 {
+		return mismatched, errors.New("its content is not what its name says")
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("sandbox: move the objects git wrote inside: %w", err)
+	}
+	store := []string{"unpack-objects", "-q", "--strict"}
+	if len(ids) > unpackLimit {
+		store = []string{"index-pack", "--stdin", "--strict"}
+	}
+	if _, err := s.git("", f, nil, store...); err != nil {
+		return nil, fmt.Errorf("sandbox: store the objects git wrote inside: %w", err)
+	}
+	return nil, nil
+}
+
+// git runs pneuma's own git on the repository, never the agent's hooks,
+// with no alternates from the environment; objects, when not "", is the
+// object directory it reads instead of the repository's.
+func (s *objStore) git(objects string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir", s.common, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}, args...)...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "GIT_OBJECT_DIRECTORY" || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES" || k == "GIT_DIR" || k == "GIT_QUARANTINE_PATH"
+	})
+	if objects != "" {
+		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+objects)
+	}
+	cmd.Stdin = stdin
+	var out, stderr bytes.Buffer
+	cmd.Stdout = &out
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return out.String(), nil
+}
