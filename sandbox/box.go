@@ -127,12 +127,20 @@ func (b *Box) ConfigDir() string { return b.configDir }
 func (b *Box) gitArgs(dir string) []string {
 	state := filepath.Join(b.cfg.StateDir, "git")
 	args, own, common := gitBinds(dir, state, b.cfg.Repo)
+	var objs *objStore
+	var refused []string
 	if common != "" {
-		objs := b.objStore(common, state)
-		b.noteRefErr(objs.sync())
+		objs = b.objStore(common, state)
+		objs.use(dir)
+		var err error
+		refused, err = objs.sync()
+		b.noteRefErr(err)
 		args = append(args, objs.binds()...)
 	}
 	if own == nil {
+		if objs != nil {
+			b.noteRefErr(objs.repairIndex(dir, refused))
+		}
 		return args
 	}
 	b.mu.Lock()
@@ -146,6 +154,9 @@ func (b *Box) gitArgs(dir string) []string {
 	}
 	b.mu.Unlock()
 	b.noteRefErr(own.sync())
+	if objs != nil {
+		b.noteRefErr(objs.repairIndex(dir, refused)) // against HEAD as carried in
+	}
 	return append(args, own.binds()...)
 }
 
@@ -190,11 +201,19 @@ func (b *Box) SyncRefs() {
 		refs = append(refs, o)
 	}
 	b.mu.Unlock()
-	for _, s := range objs {
-		b.noteRefErr(s.sync())
+	refused := make([][]string, len(objs))
+	for i, s := range objs {
+		var err error
+		refused[i], err = s.sync()
+		b.noteRefErr(err)
 	}
 	for _, o := range refs {
 		b.noteRefErr(o.sync())
+	}
+	for i, s := range objs { // against HEAD as carried in
+		for _, dir := range s.worktrees() {
+			b.noteRefErr(s.repairIndex(dir, refused[i]))
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,8 @@ type objStore struct {
 	// <common>/objects inside), info (bound read-only over priv/info),
 	// stage (where sync links what it reads) and the pack sync makes.
 	common, root string
+	// dirs are the worktrees whose commands used the store.
+	dirs map[string]bool
 }
 
 // Paths inside the store's state directory.
@@ -96,19 +99,37 @@ type staged struct {
 
 func (st staged) empty() bool { return len(st.loose) == 0 && len(st.packs) == 0 }
 
+// use notes that a command in the worktree at dir uses the store.
+func (s *objStore) use(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dirs == nil {
+		s.dirs = map[string]bool{}
+	}
+	s.dirs[dir] = true
+}
+
+// worktrees are the worktrees that used the store.
+func (s *objStore) worktrees() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.dirs))
+}
+
 // sync moves the objects git wrote inside into the shared store (see
-// objStore). With nothing new in the private directory it runs no process.
-func (s *objStore) sync() error {
+// objStore) and returns the ids it refused. With nothing new in the
+// private directory it runs no process.
+func (s *objStore) sync() (refused []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	root, err := os.OpenRoot(s.root)
 	if err != nil {
-		return nil // never opened: nothing inside wrote there
+		return nil, nil // never opened: nothing inside wrote there
 	}
 	defer root.Close()
 	st := listPriv(root)
 	if st.empty() {
-		return nil
+		return nil, nil
 	}
 	stage := filepath.Join(s.root, objStage)
 	defer os.RemoveAll(stage)
@@ -126,11 +147,11 @@ func (s *objStore) sync() error {
 			ids = strings.Fields(all)
 		}
 	}
-	refused, err := s.moveAll(ids)
+	refused, err = s.moveAll(ids)
 	if err != nil {
 		errs = append(errs, err)
 		if refused == nil {
-			return errors.Join(errs...) // nothing moved: kept for the next sync
+			return nil, errors.Join(errs...) // nothing moved: kept for the next sync
 		}
 		for _, id := range refused {
 			_ = root.Remove(looseName(objPriv, id)) // it stays out of the repository
@@ -141,7 +162,36 @@ func (s *objStore) sync() error {
 		_ = root.Remove(filepath.Join(objPriv, id[:2]))
 	}
 	dropPacks(root, st.packs)
-	return errors.Join(errs...)
+	return refused, errors.Join(errs...)
+}
+
+// repairIndex resets the index of the worktree at dir to its HEAD when it
+// names an object the repository refused: pneuma's commit of what the job
+// left (git add -A) would name a missing object and fail. The worktree's
+// files are kept; git add -A stages them again. One git process when
+// nothing is refused is spared: it runs only after a refusal.
+func (s *objStore) repairIndex(dir string, refused []string) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	staged, err := s.gitIn(dir, "ls-files", "-s")
+	if err != nil {
+		return fmt.Errorf("sandbox: read the index of %s: %w", dir, err)
+	}
+	named := false
+	for line := range strings.Lines(staged) {
+		if f := strings.Fields(line); len(f) >= 2 && slices.Contains(refused, f[1]) {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return nil
+	}
+	if _, err := s.gitIn(dir, "read-tree", "HEAD"); err != nil {
+		return fmt.Errorf("sandbox: the index of %s names objects the repository refused; reset it to HEAD: %w", dir, err)
+	}
+	return fmt.Errorf("sandbox: the index of %s named objects the repository refused: reset to HEAD (the files are kept)", dir)
 }
 
 // looseName is the path of a loose object under dir.
@@ -335,16 +385,30 @@ func (s *objStore) move(ids []string) (mismatched []string, err error) {
 	return nil, nil
 }
 
-// git runs pneuma's own git on the repository, never the agent's hooks,
-// with no alternates from the environment; objects, when not "", is the
-// object directory it reads instead of the repository's.
+// gitIn runs pneuma's own git in the worktree at dir (its own index),
+// never the agent's hooks or fsmonitor.
+func (s *objStore) gitIn(dir string, args ...string) (string, error) {
+	return runGit("", nil, nil, append([]string{"-C", dir}, args...))
+}
+
+// git runs pneuma's own git on the repository; objects, when not "", is
+// the object directory it reads instead of the repository's.
 func (s *objStore) git(objects string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
+	return runGit(objects, stdin, stdout, append([]string{"--git-dir", s.common}, args...))
+}
+
+// runGit runs git with args, never the agent's hooks or fsmonitor, with no
+// object directory or alternates from the environment (objects, when not
+// "", is the object directory), and returns what it printed (nothing when
+// stdout is given).
+func runGit(objects string, stdin io.Reader, stdout io.Writer, args []string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir", s.common, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}, args...)...)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return k == "GIT_OBJECT_DIRECTORY" || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES" || k == "GIT_DIR" || k == "GIT_QUARANTINE_PATH"
+		return k == "GIT_OBJECT_DIRECTORY" || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES" || k == "GIT_DIR" ||
+			k == "GIT_WORK_TREE" || k == "GIT_INDEX_FILE" || k == "GIT_QUARANTINE_PATH"
 	})
 	if objects != "" {
 		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+objects)
@@ -357,7 +421,11 @@ func (s *objStore) git(objects string, stdin io.Reader, stdout io.Writer, args .
 	}
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		name := args[0]
+		if name == "-C" || name == "--git-dir" {
+			name = args[2]
+		}
+		return "", fmt.Errorf("git %s: %w: %s", name, err, strings.ReplaceAll(strings.TrimSpace(stderr.String()), "\n", "; "))
 	}
 	return out.String(), nil
 }

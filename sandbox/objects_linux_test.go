@@ -243,20 +243,22 @@ echo x > x && git add x && git commit -q -m inside && echo commit=ok`)
 	j.git(j.repo, "fsck", "--strict", "--no-dangling")
 }
 
-// A loose object whose content is not what its name says, and a malformed
-// tree, are refused with an error in the report and stored under no name;
-// the job's good commit still reaches its branch.
+// A loose object whose content is not what its name says (a blob git add
+// staged), and a malformed tree, are refused with an error in the report
+// and stored under no name; the job's good commit still reaches its
+// branch, and pneuma's commit of the leftovers outside still works (the
+// index that named the refused blob is reset, the file kept).
 func TestBoxBadObjectsRefused(t *testing.T) {
 	j := newObjectsJob(t)
 	out := j.run(t, `set -e
 objs="$(git rev-parse --git-common-dir)/objects"
-a=$(echo hello | git hash-object -w --stdin)
+echo good > good && git add good && git commit -q -m good
+echo hello > h && touch -d 2020-01-01 h && git add h && a=$(git rev-parse :h) # not racily clean: git add -A outside trusts the index
 b=$(echo evil | git hash-object -w --stdin)
 fa="$objs/$(echo $a | cut -c1-2)/$(echo $a | cut -c3-)"
 fb="$objs/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-)"
 chmod u+w "$fa" && cat "$fb" > "$fa" && rm -f "$fb"
 t=$(printf 'not a tree' | git hash-object -t tree --literally -w --stdin)
-echo good > good && git add good && git commit -q -m good
 echo "a=$a b=$b t=$t"`)
 	var a, b, tree string
 	for _, f := range strings.Fields(out[strings.LastIndex(out, "a="):]) {
@@ -284,6 +286,16 @@ echo "a=$a b=$b t=$t"`)
 	}
 	if log := j.git(j.repo, "log", "-1", "--format=%s", j.branch); log != "good" {
 		t.Errorf("the job's branch outside: %q, want its good commit", log)
+	}
+	if !strings.Contains(errs, "reset to HEAD (the files are kept)") {
+		t.Errorf("the index that named the refused blob was not reset: %q", errs)
+	}
+	j.git(j.repo, "fsck", "--strict", "--no-dangling")
+	// pneuma's CommitAll outside.
+	j.git(j.wt, "add", "-A")
+	j.git(j.wt, "commit", "-q", "-m", "leftovers")
+	if got := j.git(j.repo, "show", j.branch+":h"); got != "hello" {
+		t.Errorf("the leftovers commit holds h = %q, want hello", got)
 	}
 	j.git(j.repo, "fsck", "--strict", "--no-dangling")
 }
