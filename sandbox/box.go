@@ -126,12 +126,12 @@ func (b *Box) ConfigDir() string { return b.configDir }
 // and ownRef).
 func (b *Box) gitArgs(dir string) []string {
 	state := filepath.Join(b.cfg.StateDir, "git")
-	args, own, common := gitBinds(dir, state, b.cfg.Repo)
+	args, own, record, common := gitBinds(dir, state, b.cfg.Repo)
 	var objs *objStore
 	var refused []string
 	if common != "" {
 		objs = b.objStore(common, state)
-		objs.use(dir)
+		objs.use(dir, record)
 		var err error
 		refused, err = objs.sync()
 		b.noteRefErr(err)

@@ -42,8 +42,9 @@ type objStore struct {
 	// <common>/objects inside), info (bound read-only over priv/info),
 	// stage (where sync links what it reads) and the pack sync makes.
 	common, root string
-	// dirs are the worktrees whose commands used the store.
-	dirs map[string]bool
+	// dirs are the worktrees whose commands used the store, with the
+	// record each had when first used.
+	dirs map[string]string
 }
 
 // Paths inside the store's state directory.
@@ -99,14 +100,17 @@ type staged struct {
 
 func (st staged) empty() bool { return len(st.loose) == 0 && len(st.packs) == 0 }
 
-// use notes that a command in the worktree at dir uses the store.
-func (s *objStore) use(dir string) {
+// use notes that a command in the worktree at dir, whose record is
+// record, uses the store.
+func (s *objStore) use(dir, record string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dirs == nil {
-		s.dirs = map[string]bool{}
+		s.dirs = map[string]string{}
 	}
-	s.dirs[dir] = true
+	if _, ok := s.dirs[dir]; !ok {
+		s.dirs[dir] = record
+	}
 }
 
 // worktrees are the worktrees that used the store.
@@ -173,6 +177,15 @@ func (s *objStore) sync() (refused []string, err error) {
 func (s *objStore) repairIndex(dir string, refused []string) error {
 	if len(refused) == 0 {
 		return nil
+	}
+	// Git in dir finds its record through dir/.git and the repository
+	// through the record, both writable inside: they must still be the
+	// worktree's own.
+	s.mu.Lock()
+	first := s.dirs[dir]
+	s.mu.Unlock()
+	if record, common, _, err := worktreeGit(filepath.Join(dir, ".git")); err != nil || !samePath(record, first) || !samePath(common, s.common) {
+		return fmt.Errorf("sandbox: the git metadata of %s changed: its index, which may name objects the repository refused, is left alone", dir)
 	}
 	staged, err := s.gitIn(dir, "ls-files", "-s")
 	if err != nil {
