@@ -58,9 +58,9 @@ const (
 // insideObjects is where the shared object store is shown read-only inside.
 const insideObjects = "/run/pneuma/objects"
 
-// maxSingles bounds the objects sync tries one by one when a batch is
-// refused (a bad object in it): each costs four git processes.
-const maxSingles = 64
+// maxMoves bounds the batches a sync tries when the first is refused (a
+// bad object in it): each costs four git processes.
+const maxMoves = 128
 
 // unpackLimit is git's transfer.unpackLimit: smaller batches are stored as
 // loose objects (git unpack-objects, which skips those the store has), the
@@ -151,21 +151,17 @@ func (s *objStore) sync() (refused []string, err error) {
 			ids = strings.Fields(all)
 		}
 	}
-	refused, err = s.moveAll(ids)
-	if err != nil {
-		errs = append(errs, err)
-		if refused == nil {
-			return nil, errors.Join(errs...) // nothing moved: kept for the next sync
-		}
-		for _, id := range refused {
-			_ = root.Remove(looseName(objPriv, id)) // it stays out of the repository
-		}
-	}
+	refused, kept, err := s.moveAll(ids)
+	errs = append(errs, err)
 	for _, id := range st.loose {
-		_ = root.Remove(looseName(objPriv, id)) // in the shared store now, or refused
-		_ = root.Remove(filepath.Join(objPriv, id[:2]))
+		if !slices.Contains(kept, id) {
+			_ = root.Remove(looseName(objPriv, id)) // in the shared store now, or refused
+			_ = root.Remove(filepath.Join(objPriv, id[:2]))
+		}
 	}
-	dropPacks(root, st.packs)
+	if len(kept) == 0 {
+		dropPacks(root, st.packs)
+	}
 	return refused, errors.Join(errs...)
 }
 
@@ -299,46 +295,96 @@ func dropPacks(root *os.Root, packs []string) {
 }
 
 // moveAll moves ids into the shared store: in one batch, else (a bad
-// object in it) without the objects whose content is not what their name
-// says, else one by one in rounds until none moves (an object whose links
-// are in the batch moves after them). It returns the ids refused; nil
-// with an error when nothing moved and everything stays for the next sync.
-func (s *objStore) moveAll(ids []string) (refused []string, err error) {
-	if len(ids) == 0 {
-		return nil, nil
+// object in it) in halves, and halves of those, each refused half without
+// the objects whose content is not what their name says, until the bad
+// objects are alone; in rounds, blobs first, until a round moves nothing
+// (an object whose links went to another half moves in the next). It
+// returns the ids refused, and those kept for the next sync when the
+// batches ran out (maxMoves) before they were settled.
+func (s *objStore) moveAll(ids []string) (refused, kept []string, err error) {
+	m := &mover{s: s, budget: maxMoves, why: map[string]error{}}
+	left := m.split(ids)
+	if len(left) > 0 {
+		left = s.byType(left)
 	}
-	mismatched, err := s.move(ids)
-	if err == nil {
-		return nil, nil
-	}
-	why := map[string]error{}
-	for _, id := range mismatched {
-		why[id] = err
-	}
-	left := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return why[id] != nil })
-	if len(mismatched) > 0 {
-		if _, err2 := s.move(left); err2 == nil || len(left) == 0 {
-			return mismatched, err
+	for len(left) > 0 && m.budget > 0 {
+		n := len(left)
+		if left = m.split(left); len(left) == n {
+			break
 		}
 	}
-	if len(left) > maxSingles {
-		return nil, fmt.Errorf("sandbox: objects git wrote inside refused: %w; %d objects are too many to try one by one: none moved, kept for the next sync", err, len(left))
+	refused = m.bad
+	if len(left) > 0 && m.budget <= 0 {
+		kept = left
+	} else {
+		refused = append(refused, left...)
 	}
-	for moved := true; moved && len(left) > 0; {
-		moved = false
-		left = slices.DeleteFunc(left, func(id string) bool {
-			_, err := s.move([]string{id})
-			why[id] = err
-			moved = moved || err == nil
-			return err == nil
-		})
+	var errs []error
+	if len(refused) > 0 {
+		reasons := make([]string, 0, 3)
+		for _, id := range refused[:min(3, len(refused))] {
+			reasons = append(reasons, fmt.Sprintf("%s: %v", id, m.why[id]))
+		}
+		errs = append(errs, fmt.Errorf("sandbox: %d object(s) git wrote inside refused, the others moved: %s", len(refused), strings.Join(reasons, "; ")))
 	}
-	refused = append(mismatched, left...)
-	reasons := make([]string, 0, 3)
-	for _, id := range refused[:min(3, len(refused))] {
-		reasons = append(reasons, fmt.Sprintf("%s: %v", id, why[id]))
+	if len(kept) > 0 {
+		errs = append(errs, fmt.Errorf("sandbox: %d object(s) git wrote inside not moved yet (a bad object among them): tried again at the next sync", len(kept)))
 	}
-	return refused, fmt.Errorf("sandbox: %d object(s) git wrote inside refused, the others moved: %s", len(refused), strings.Join(reasons, "; "))
+	return refused, kept, errors.Join(errs...)
+}
+
+// mover splits refused batches (see moveAll).
+type mover struct {
+	s      *objStore
+	budget int              // batches left to try
+	why    map[string]error // why an object was refused
+	bad    []string         // objects whose content is not what their name says
+}
+
+// split moves ids, else halves of them, and returns those not moved.
+func (m *mover) split(ids []string) []string {
+	if len(ids) == 0 || m.budget <= 0 {
+		return ids
+	}
+	m.budget--
+	mismatched, err := m.s.move(ids)
+	switch {
+	case err == nil:
+		return nil
+	case len(mismatched) > 0:
+		for _, id := range mismatched {
+			m.why[id] = err
+		}
+		m.bad = append(m.bad, mismatched...)
+		return m.split(slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return slices.Contains(mismatched, id) }))
+	case len(ids) == 1:
+		m.why[ids[0]] = err
+		return ids
+	}
+	mid := len(ids) / 2
+	return slices.Concat(m.split(ids[:mid]), m.split(ids[mid:]))
+}
+
+// typeRank orders objects so that what others link to comes first.
+var typeRank = map[string]int{"blob": 0, "tree": 1, "commit": 2, "tag": 3}
+
+// byType orders ids blobs, trees, commits, tags (as they were when git
+// cannot tell).
+func (s *objStore) byType(ids []string) []string {
+	out, err := s.git(filepath.Join(s.root, objStage), strings.NewReader(strings.Join(ids, "\n")+"\n"), nil,
+		"cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return ids
+	}
+	rank := map[string]int{}
+	for line := range strings.Lines(out) {
+		if id, typ, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			rank[id] = typeRank[typ]
+		}
+	}
+	sorted := slices.Clone(ids)
+	slices.SortStableFunc(sorted, func(a, b string) int { return rank[a] - rank[b] })
+	return sorted
 }
 
 // move packs ids from the staging directory, checks the pack (see

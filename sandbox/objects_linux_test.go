@@ -299,3 +299,31 @@ echo "a=$a b=$b t=$t"`)
 	}
 	j.git(j.repo, "fsck", "--strict", "--no-dangling")
 }
+
+// A malformed tree among many good objects (a commit of 120 files) is
+// found by halving the batch: the good ones all move, the commit reaches
+// the branch, nothing stays in the private store.
+func TestBoxBadObjectAmongMany(t *testing.T) {
+	j := newObjectsJob(t)
+	out := j.run(t, `set -e
+mkdir many && for i in $(seq 120); do echo "file $i" > many/$i; done
+git add many && git commit -q -m many
+printf 'not a tree' | git hash-object -t tree --literally -w --stdin`)
+	tree := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	if !objectID(tree) {
+		t.Fatalf("inside:\n%s", out)
+	}
+	if j.has(tree) {
+		t.Error("the malformed tree reached the shared store")
+	}
+	if log := j.git(j.repo, "log", "-1", "--format=%s", j.branch); log != "many" {
+		t.Errorf("the job's branch outside: %q, want its commit", log)
+	}
+	if errs := strings.Join(j.box.Report().RefErrors, "\n"); !strings.Contains(errs, "1 object(s) git wrote inside refused, the others moved: "+tree) {
+		t.Errorf("the report's errors: %q", errs)
+	}
+	j.git(j.repo, "fsck", "--strict", "--no-dangling")
+	if n := privObjects(t, j); n != 0 {
+		t.Errorf("%d objects left in the private store after the sync", n)
+	}
+}
