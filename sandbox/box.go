@@ -128,18 +128,15 @@ func (b *Box) gitArgs(dir string) []string {
 	state := filepath.Join(b.cfg.StateDir, "git")
 	args, own, record, common := gitBinds(dir, state, b.cfg.Repo)
 	var objs *objStore
-	var refused []string
 	if common != "" {
 		objs = b.objStore(common, state)
 		objs.use(dir, record)
-		var err error
-		refused, err = objs.sync()
-		b.noteRefErr(err)
+		b.noteRefErr(objs.sync())
 		args = append(args, objs.binds()...)
 	}
 	if own == nil {
 		if objs != nil {
-			b.noteRefErr(objs.repairIndex(dir, refused))
+			b.noteRefErr(objs.repair())
 		}
 		return args
 	}
@@ -155,7 +152,7 @@ func (b *Box) gitArgs(dir string) []string {
 	b.mu.Unlock()
 	b.noteRefErr(own.sync())
 	if objs != nil {
-		b.noteRefErr(objs.repairIndex(dir, refused)) // against HEAD as carried in
+		b.noteRefErr(objs.repair()) // against HEAD as carried in
 	}
 	return append(args, own.binds()...)
 }
@@ -201,19 +198,14 @@ func (b *Box) SyncRefs() {
 		refs = append(refs, o)
 	}
 	b.mu.Unlock()
-	refused := make([][]string, len(objs))
-	for i, s := range objs {
-		var err error
-		refused[i], err = s.sync()
-		b.noteRefErr(err)
+	for _, s := range objs {
+		b.noteRefErr(s.sync())
 	}
 	for _, o := range refs {
 		b.noteRefErr(o.sync())
 	}
-	for i, s := range objs { // against HEAD as carried in
-		for _, dir := range s.worktrees() {
-			b.noteRefErr(s.repairIndex(dir, refused[i]))
-		}
+	for _, s := range objs { // against HEAD as carried in
+		b.noteRefErr(s.repair())
 	}
 }
 

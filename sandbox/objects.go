@@ -23,7 +23,8 @@ import (
 // <common>/objects shows a private object directory of the job's instead,
 // whose alternates name the shared store: git inside reads every object
 // and writes new ones (commits, blobs git add hashes for the index, packs
-// of git gc) to the private directory, whatever its environment says. The
+// of git repack; git gc cannot run: its lock is in the read-only git dir)
+// to the private directory, whatever its environment says. The
 // private directory's info is a read-only directory of pneuma's, so that
 // the agent can plant no alternates there.
 //
@@ -45,7 +46,13 @@ type objStore struct {
 	// dirs are the worktrees whose commands used the store, with the
 	// record each had when first used.
 	dirs map[string]string
+	// unsure are objects refused since the worktrees' indexes were last
+	// found not to name them (see repair).
+	unsure []string
 }
+
+// maxUnsure bounds the refused objects repair looks for.
+const maxUnsure = 4096
 
 // Paths inside the store's state directory.
 const (
@@ -113,27 +120,19 @@ func (s *objStore) use(dir, record string) {
 	}
 }
 
-// worktrees are the worktrees that used the store.
-func (s *objStore) worktrees() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.dirs))
-}
-
 // sync moves the objects git wrote inside into the shared store (see
-// objStore) and returns the ids it refused. With nothing new in the
-// private directory it runs no process.
-func (s *objStore) sync() (refused []string, err error) {
+// objStore). With nothing new in the private directory it runs no process.
+func (s *objStore) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	root, err := os.OpenRoot(s.root)
 	if err != nil {
-		return nil, nil // never opened: nothing inside wrote there
+		return nil // never opened: nothing inside wrote there
 	}
 	defer root.Close()
 	st := listPriv(root)
 	if st.empty() {
-		return nil, nil
+		return nil
 	}
 	stage := filepath.Join(s.root, objStage)
 	defer os.RemoveAll(stage)
@@ -153,8 +152,13 @@ func (s *objStore) sync() (refused []string, err error) {
 	}
 	refused, kept, err := s.moveAll(ids)
 	errs = append(errs, err)
+	s.unsure = append(s.unsure, refused[:min(len(refused), maxUnsure-len(s.unsure))]...)
+	keep := make(map[string]bool, len(kept))
+	for _, id := range kept {
+		keep[id] = true
+	}
 	for _, id := range st.loose {
-		if !slices.Contains(kept, id) {
+		if !keep[id] {
 			_ = root.Remove(looseName(objPriv, id)) // in the shared store now, or refused
 			_ = root.Remove(filepath.Join(objPriv, id[:2]))
 		}
@@ -162,45 +166,66 @@ func (s *objStore) sync() (refused []string, err error) {
 	if len(kept) == 0 {
 		dropPacks(root, st.packs)
 	}
-	return refused, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// repair resets the index of each worktree that used the store to its
+// HEAD when it names an object the repository refused: pneuma's commit of
+// what the job left (git add -A) would name a missing object and fail. The
+// worktree's files are kept; git add -A stages them again. It runs git
+// only after a refusal, until the indexes are found clear (a git inside
+// may hold an index's lock: then the next sync tries again). Call it
+// after the job's branch is carried in.
+func (s *objStore) repair() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unsure) == 0 {
+		return nil
+	}
+	var errs []error
+	clear := true
+	for _, dir := range slices.Sorted(maps.Keys(s.dirs)) {
+		reset, err := s.repairIndex(dir)
+		switch {
+		case err != nil:
+			errs, clear = append(errs, err), false
+		case reset:
+			errs = append(errs, fmt.Errorf("sandbox: the index of %s named objects the repository refused: reset to HEAD (the files are kept)", dir))
+		}
+	}
+	if clear {
+		s.unsure = nil
+	}
+	return errors.Join(errs...)
 }
 
 // repairIndex resets the index of the worktree at dir to its HEAD when it
-// names an object the repository refused: pneuma's commit of what the job
-// left (git add -A) would name a missing object and fail. The worktree's
-// files are kept; git add -A stages them again. One git process when
-// nothing is refused is spared: it runs only after a refusal.
-func (s *objStore) repairIndex(dir string, refused []string) error {
-	if len(refused) == 0 {
-		return nil
-	}
+// names an object in s.unsure (s.mu held), and says whether it did.
+func (s *objStore) repairIndex(dir string) (reset bool, err error) {
 	// Git in dir finds its record through dir/.git and the repository
 	// through the record, both writable inside: they must still be the
 	// worktree's own.
-	s.mu.Lock()
-	first := s.dirs[dir]
-	s.mu.Unlock()
-	if record, common, _, err := worktreeGit(filepath.Join(dir, ".git")); err != nil || !samePath(record, first) || !samePath(common, s.common) {
-		return fmt.Errorf("sandbox: the git metadata of %s changed: its index, which may name objects the repository refused, is left alone", dir)
+	if record, common, _, err := worktreeGit(filepath.Join(dir, ".git")); err != nil || !samePath(record, s.dirs[dir]) || !samePath(common, s.common) {
+		return false, fmt.Errorf("sandbox: the git metadata of %s changed: its index, which may name objects the repository refused, is left alone", dir)
 	}
 	staged, err := s.gitIn(dir, "ls-files", "-s")
 	if err != nil {
-		return fmt.Errorf("sandbox: read the index of %s: %w", dir, err)
+		return false, fmt.Errorf("sandbox: read the index of %s: %w", dir, err)
 	}
 	named := false
 	for line := range strings.Lines(staged) {
-		if f := strings.Fields(line); len(f) >= 2 && slices.Contains(refused, f[1]) {
+		if f := strings.Fields(line); len(f) >= 2 && slices.Contains(s.unsure, f[1]) {
 			named = true
 			break
 		}
 	}
 	if !named {
-		return nil
+		return false, nil
 	}
 	if _, err := s.gitIn(dir, "read-tree", "HEAD"); err != nil {
-		return fmt.Errorf("sandbox: the index of %s names objects the repository refused; reset it to HEAD: %w", dir, err)
+		return false, fmt.Errorf("sandbox: the index of %s names objects the repository refused; reset it to HEAD: %w", dir, err)
 	}
-	return fmt.Errorf("sandbox: the index of %s named objects the repository refused: reset to HEAD (the files are kept)", dir)
+	return true, nil
 }
 
 // looseName is the path of a loose object under dir.
