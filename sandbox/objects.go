@@ -49,7 +49,14 @@ type objStore struct {
 	// unsure are objects refused since the worktrees' indexes were last
 	// found not to name them (see repair).
 	unsure []string
+	// deadline ends the sync under way (see syncTime).
+	deadline time.Time
 }
+
+// syncTime bounds a sync's git processes: an object the agent made slow
+// to pack (a small file that inflates to gigabytes) delays the job's
+// sync by that much at most, and stays for the next.
+var syncTime = 2 * time.Minute
 
 // maxUnsure bounds the refused objects repair looks for.
 const maxUnsure = 4096
@@ -134,6 +141,8 @@ func (s *objStore) sync() error {
 	if st.empty() {
 		return nil
 	}
+	s.deadline = time.Now().Add(syncTime)
+	defer func() { s.deadline = time.Time{} }()
 	stage := filepath.Join(s.root, objStage)
 	defer os.RemoveAll(stage)
 	var errs []error
@@ -325,21 +334,22 @@ func dropPacks(root *os.Root, packs []string) {
 // objects are alone; in rounds, blobs first, until a round moves nothing
 // (an object whose links went to another half moves in the next). It
 // returns the ids refused, and those kept for the next sync when the
-// batches ran out (maxMoves) before they were settled.
+// batches (maxMoves) or the time (syncTime) ran out before they were
+// settled.
 func (s *objStore) moveAll(ids []string) (refused, kept []string, err error) {
 	m := &mover{s: s, budget: maxMoves, why: map[string]error{}}
 	left := m.split(ids)
 	if len(left) > 0 {
 		left = s.byType(left)
 	}
-	for len(left) > 0 && m.budget > 0 {
+	for len(left) > 0 && m.budget > 0 && time.Now().Before(s.deadline) {
 		n := len(left)
 		if left = m.split(left); len(left) == n {
 			break
 		}
 	}
 	refused = m.bad
-	if len(left) > 0 && m.budget <= 0 {
+	if len(left) > 0 && (m.budget <= 0 || time.Now().After(s.deadline)) {
 		kept = left
 	} else {
 		refused = append(refused, left...)
@@ -368,7 +378,7 @@ type mover struct {
 
 // split moves ids, else halves of them, and returns those not moved.
 func (m *mover) split(ids []string) []string {
-	if len(ids) == 0 || m.budget <= 0 {
+	if len(ids) == 0 || m.budget <= 0 || time.Now().After(m.s.deadline) {
 		return ids
 	}
 	m.budget--
@@ -472,23 +482,27 @@ func (s *objStore) move(ids []string) (mismatched []string, err error) {
 // gitIn runs pneuma's own git in the worktree at dir (its own index),
 // never the agent's hooks or fsmonitor.
 func (s *objStore) gitIn(dir string, args ...string) (string, error) {
-	return runGit("", nil, nil, append([]string{"-C", dir}, args...))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return runGit(ctx, "", nil, nil, append([]string{"-C", dir}, args...))
 }
 
-// git runs pneuma's own git on the repository; objects, when not "", is
-// the object directory it reads instead of the repository's.
+// git runs pneuma's own git on the repository, until the sync's deadline
+// (s.mu held); objects, when not "", is the object directory it reads
+// instead of the repository's.
 func (s *objStore) git(objects string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
-	return runGit(objects, stdin, stdout, append([]string{"--git-dir", s.common}, args...))
+	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
+	defer cancel()
+	return runGit(ctx, objects, stdin, stdout, append([]string{"--git-dir", s.common}, args...))
 }
 
 // runGit runs git with args, never the agent's hooks or fsmonitor, with no
 // object directory or alternates from the environment (objects, when not
 // "", is the object directory), and returns what it printed (nothing when
 // stdout is given).
-func runGit(objects string, stdin io.Reader, stdout io.Writer, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+func runGit(ctx context.Context, objects string, stdin io.Reader, stdout io.Writer, args []string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor="}, args...)...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return k == "GIT_OBJECT_DIRECTORY" || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES" || k == "GIT_DIR" ||

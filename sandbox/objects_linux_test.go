@@ -336,3 +336,33 @@ printf 'not a tree' | git hash-object -t tree --literally -w --stdin`)
 		t.Errorf("%d objects left in the private store after the sync", n)
 	}
 }
+
+// A sync that runs out of time keeps what it could not settle in the
+// private store, and the next sync moves it: nothing is lost.
+func TestObjStoreKeepsWhatItCannotSettle(t *testing.T) {
+	root, repo, env, git := testRepo(t)
+	s := newObjStore(filepath.Join(repo, ".git"), filepath.Join(root, "state", "objects"))
+	if len(s.binds()) == 0 {
+		t.Fatal("no binds")
+	}
+	cmd := exec.Command("git", "-C", repo, "hash-object", "-w", "--stdin")
+	cmd.Env = append(slices.Clone(env), "GIT_OBJECT_DIRECTORY="+filepath.Join(s.root, objPriv))
+	cmd.Stdin = strings.NewReader("kept\n")
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(raw))
+	has := func() bool { return exec.Command("git", "-C", repo, "cat-file", "-e", id).Run() == nil }
+	saved := syncTime
+	syncTime = 0
+	err = s.sync()
+	syncTime = saved
+	if err == nil || !strings.Contains(err.Error(), "tried again at the next sync") || has() {
+		t.Fatalf("a sync out of time: %v, object stored %v", err, has())
+	}
+	if err := s.sync(); err != nil || !has() {
+		t.Fatalf("the next sync: %v, object stored %v", err, has())
+	}
+	git(repo, "fsck", "--strict", "--no-dangling")
+}
