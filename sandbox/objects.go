@@ -491,7 +491,11 @@ func (s *objStore) gitIn(dir string, args ...string) (string, error) {
 // (s.mu held); objects, when not "", is the object directory it reads
 // instead of the repository's.
 func (s *objStore) git(objects string, stdin io.Reader, stdout io.Writer, args ...string) (string, error) {
-	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
+	deadline := s.deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(syncTime)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return runGit(ctx, objects, stdin, stdout, append([]string{"--git-dir", s.common}, args...))
 }
