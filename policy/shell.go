@@ -421,7 +421,11 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 // unknownName lists, for deny rules, what a command whose name is not
 // known before it runs may run: its arguments alone (the name expands to
 // nothing: $X rm -rf /), and its name's literal beginning or end (the rest
-// expands to nothing: ${X}rm -rf /, rm$X -rf /, "$X"rm).
+// expands to nothing: ${X}rm -rf /, rm$X -rf /, "$X"rm). A literal end
+// that holds a control operator is also read as the commands it would
+// separate unquoted ("${0#"}"}&rm -r"f as rm -rf): bash runs none of them,
+// but a spelling that reads as a denied command stays denied, as it was
+// before the parser (deny rules only ever grow stricter here).
 func (w *walker) unknownName(args []*syntax.Word) [][]string {
 	var rest []string
 	for _, a := range args[1:] {
@@ -432,6 +436,13 @@ func (w *walker) unknownName(args []*syntax.Word) [][]string {
 		out = append(out, rest)
 	}
 	lead, trail := literalEnds(args[0])
+	for _, end := range []string{lead, trail} {
+		out = append(out, operatorSplits(end, rest)...)
+	}
+	// What bash would look up is the end that reads as a command name.
+	if i := strings.LastIndexFunc(trail, func(r rune) bool { return !nameRune(r) }); i >= 0 {
+		trail = trail[i+1:]
+	}
 	for _, name := range []string{lead, trail} {
 		if name != "" {
 			out = append(out, append([]string{name}, rest...))
@@ -440,8 +451,32 @@ func (w *walker) unknownName(args []*syntax.Word) [][]string {
 	return out
 }
 
+// operatorSplits reads s, a name's literal text, as if its control
+// operators (; & | and newlines) were unquoted: the words of each command
+// they separate, the last one followed by rest. Nil when s has none.
+func operatorSplits(s string, rest []string) [][]string {
+	const ops = ";&|\n"
+	if !strings.ContainsAny(s, ops) {
+		return nil
+	}
+	segs := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(ops, r) })
+	var out [][]string
+	for i, seg := range segs {
+		words := strings.Fields(seg)
+		if len(words) == 0 {
+			continue
+		}
+		if i == len(segs)-1 {
+			words = append(words, rest...)
+		}
+		out = append(out, words)
+	}
+	return out
+}
+
 // literalEnds returns the literal text a word begins with and ends with,
-// before its first and after its last part whose value is not known.
+// before its first and after its last part whose value is not known (the
+// quoted literal end of that part included).
 func literalEnds(word *syntax.Word) (lead, trail string) {
 	first, last := -1, -1
 	for i, part := range word.Parts {
@@ -472,10 +507,6 @@ func literalEnds(word *syntax.Word) (lead, trail string) {
 	for _, part := range word.Parts[last+1:] {
 		v, _ := literalPart(part)
 		trail += v
-	}
-	// What bash would look up is the end that reads as a command name.
-	if i := strings.LastIndexFunc(trail, func(r rune) bool { return !nameRune(r) }); i >= 0 {
-		trail = trail[i+1:]
 	}
 	return lead, trail
 }
