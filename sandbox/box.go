@@ -48,6 +48,7 @@ type Box struct {
 	raw       []int // loopback ports carried raw
 	allowed   []string
 	mu        sync.Mutex
+	syncMu    sync.Mutex           // one sync at a time (see sync)
 	refs      map[string]*ownRef   // by working directory
 	objs      map[string]*objStore // by the repository's git dir
 	refErrs   []string
@@ -131,30 +132,61 @@ func (b *Box) gitArgs(dir string) []string {
 	if common != "" {
 		objs = b.objStore(common, state)
 		objs.use(dir, record)
-		b.noteRefErr(objs.sync())
+	}
+	if own != nil {
+		b.mu.Lock()
+		if prev := b.refs[dir]; prev != nil && prev.ref == own.ref {
+			own = prev
+		} else {
+			if b.refs == nil {
+				b.refs = map[string]*ownRef{}
+			}
+			b.refs[dir] = own
+		}
+		b.mu.Unlock()
+	}
+	b.sync([]*objStore{objs}, []*ownRef{own})
+	if objs != nil {
 		args = append(args, objs.binds()...)
 	}
-	if own == nil {
-		if objs != nil {
-			b.noteRefErr(objs.repair())
+	if own != nil {
+		args = append(args, own.binds()...)
+	}
+	return args
+}
+
+// sync moves the objects of stores, then carries refs (nil entries are
+// skipped), one sync of the box at a time: the refs' values inside are
+// read first, so that what a ref names was written before the objects
+// moved, and a commit inside during the sync waits for the next.
+func (b *Box) sync(stores []*objStore, refs []*ownRef) {
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	type value struct {
+		v  string
+		ok bool
+	}
+	values := make([]value, len(refs))
+	for i, o := range refs {
+		if o != nil {
+			values[i].v, values[i].ok = o.inside()
 		}
-		return args
 	}
-	b.mu.Lock()
-	if prev := b.refs[dir]; prev != nil && prev.ref == own.ref {
-		own = prev
-	} else {
-		if b.refs == nil {
-			b.refs = map[string]*ownRef{}
+	for _, s := range stores {
+		if s != nil {
+			b.noteRefErr(s.sync())
 		}
-		b.refs[dir] = own
 	}
-	b.mu.Unlock()
-	b.noteRefErr(own.sync())
-	if objs != nil {
-		b.noteRefErr(objs.repair()) // against HEAD as carried in
+	for i, o := range refs {
+		if o != nil {
+			b.noteRefErr(o.sync(values[i].v, values[i].ok))
+		}
 	}
-	return append(args, own.binds()...)
+	for _, s := range stores { // against HEAD as carried in
+		if s != nil {
+			b.noteRefErr(s.repair())
+		}
+	}
 }
 
 // objStore is the private object store of the repository whose git dir is
@@ -198,15 +230,7 @@ func (b *Box) SyncRefs() {
 		refs = append(refs, o)
 	}
 	b.mu.Unlock()
-	for _, s := range objs {
-		b.noteRefErr(s.sync())
-	}
-	for _, o := range refs {
-		b.noteRefErr(o.sync())
-	}
-	for _, s := range objs { // against HEAD as carried in
-		b.noteRefErr(s.repair())
-	}
+	b.sync(objs, refs)
 }
 
 // maxRefErrs bounds the ref errors a report lists.

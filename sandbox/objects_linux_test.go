@@ -366,3 +366,41 @@ func TestObjStoreKeepsWhatItCannotSettle(t *testing.T) {
 	}
 	git(repo, "fsck", "--strict", "--no-dangling")
 }
+
+// Syncs while git inside commits (as a result event syncs while a tool
+// still runs) lose nothing: every commit reaches the branch, the shared
+// store stays whole.
+func TestBoxObjectsSyncWhileCommitting(t *testing.T) {
+	j := newObjectsJob(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	argv := j.box.Command(j.wt, []string{"/bin/sh", "-c", `for i in $(seq 40); do echo $i > f && git add f && git commit -q -m c$i || exit 1; done; echo all=ok`})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = j.box.Env(j.env)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for syncing := true; syncing; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("inside: %v", err)
+			}
+			syncing = false
+		default:
+			j.box.SyncRefs()
+		}
+	}
+	j.box.SyncRefs()
+	if !strings.Contains(out.String(), "all=ok") {
+		t.Fatalf("git inside failed while pneuma synced:\n%s", out.String())
+	}
+	if n := j.git(j.repo, "rev-list", "--count", "main.."+j.branch); n != "40" {
+		t.Errorf("%s commits on the branch, want 40; errors %v", n, j.box.Report().RefErrors)
+	}
+	j.git(j.repo, "fsck", "--strict", "--no-dangling")
+}
