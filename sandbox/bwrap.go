@@ -263,10 +263,10 @@ func claudePackage(dir string) bool {
 // the worktree's record in the repository, and its branch's ref through
 // own (see ownRef; nil when dir is no linked worktree on a branch). record
 // and common are the worktree's record and the repository's git dir for a
-// linked worktree ("" otherwise): the repository's
-// object store, shared by every branch, stays read-only, and objects git
-// writes inside go to a private store (see objStore, whose binds the
-// caller adds). The repository's config, hooks and other refs stay
+// linked worktree ("" otherwise): the repository's object store, shared
+// by every branch, stays read-only, and objects git writes inside go to a
+// private store (see objStore, whose binds the caller adds). The
+// repository's config, hooks and other refs stay
 // read-only: its git dir is bound read-only before (see protect for the
 // repository's own .git). A directory that is its own repository (no
 // linked worktree) is writable already: its config and hooks are bound
