@@ -153,7 +153,8 @@ const (
 	// sandbox.refused lists them.
 	WarnSandboxRefused = "sandbox_refused"
 	// WarnSandboxRef: a commit inside the sandbox moved the job's branch
-	// in a way pneuma did not carry out; sandbox.ref_errors says why.
+	// in a way pneuma did not carry out, or objects git wrote inside were
+	// refused; sandbox.ref_errors says why.
 	WarnSandboxRef = "sandbox_ref"
 	// WarnSessionWritesLost: the CLI could not save part of the session
 	// (disk full, quota): its transcript is incomplete.
@@ -316,7 +317,8 @@ type Sandbox struct {
 	DeniedReads  int          `json:"denied_reads"`
 	DeniedWrites int          `json:"denied_writes"`
 	// RefErrors are updates of the job's branch made inside that pneuma
-	// did not carry out to the repository.
+	// did not carry out to the repository, and objects git wrote inside
+	// that the repository refused.
 	RefErrors []string `json:"ref_errors,omitempty"`
 }
 

@@ -140,6 +140,10 @@ func (r *run) finishJob(ctx context.Context, job *Job, res *report.Job, rec *rec
 	defer cancel()
 	f := &finish{git: r.git, job: job, res: res, rec: rec, lapT: time.Now(),
 		untouched: job.UseWorktree && watch.Untouched()}
+	// The objects git wrote in the job's sandbox reach the repository
+	// before its git reads the branch or commits the worktree, whose index
+	// may name blobs git add wrote there.
+	boxOf(ctx).SyncRefs()
 	var head string
 	if job.UseWorktree {
 		of := "run " + r.plan.RunID

@@ -68,6 +68,7 @@ func newCountingServer(t *testing.T) *countingServer {
 // escapeWorld is what the escapes aim at, all outside the job's worktree.
 type escapeWorld struct {
 	repo, home, scratch, remote, other, bgDir, tmpFile, marker, base string
+	sharedObject                                                     string // a loose object file of the repository's shared store
 	sshKey, awsKey                                                   string
 	listed, unlisted                                                 *countingServer
 	victimMark                                                       string // in the environ of the run's other job
@@ -106,6 +107,16 @@ func newEscapeWorld(t *testing.T, b *bed) *escapeWorld {
 	claudetest.Git(t, w.repo, "pack-refs", "--all")
 	claudetest.Git(t, w.repo, "branch", "pneuma/e2e/other-job")
 	w.base = claudetest.Git(t, w.repo, "rev-parse", "main")
+	// A loose object of the shared store that nothing needs, for the agent
+	// to delete.
+	cmd := exec.Command("git", "-C", w.repo, "hash-object", "-w", "--stdin")
+	cmd.Stdin = strings.NewReader("shared " + rand.Text() + "\n")
+	id, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := strings.TrimSpace(string(id))
+	w.sharedObject = filepath.Join(w.repo, ".git", "objects", obj[:2], obj[2:])
 	w.listed, w.unlisted = newCountingServer(t), newCountingServer(t)
 	w.victimMark = "PNEUMA_VICTIM=" + rand.Text()
 	return w
@@ -151,6 +162,8 @@ func (w *escapeWorld) script() string {
 	}
 	lines := []string{
 		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
+		`echo staged > staged.txt && git add staged.txt`, // a blob git add wrote, for pneuma to commit
+		`for o in ` + w.sharedObject + ` /run/pneuma/objects/` + filepath.Base(filepath.Dir(w.sharedObject)) + `/` + filepath.Base(w.sharedObject) + `; do chmod u+w $o; rm -f $o; done 2>/dev/null`,
 		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
 		`(mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "remounted.txt") + `) && echo remount=ok`,
 		`(unshare -Urm sh -c 'mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "nested.txt") + `' || echo x > ` + filepath.Join(w.repo, "nested.txt") + `) && echo nested-userns=ok`,
@@ -211,6 +224,7 @@ func (w *escapeWorld) escapes(t *testing.T, stream string) map[string]bool {
 		"main-branch":     claudetest.Git(t, w.repo, "rev-parse", "main") != w.base,
 		"packed-branch":   claudetest.Git(t, w.repo, "rev-parse", "pneuma/e2e/packed-job") != w.base,
 		"new-branch":      gitOK(w.repo, "rev-parse", "--verify", "-q", "refs/heads/pneuma/e2e/new-job"),
+		"shared-objects":  !exists(w.sharedObject),
 	}
 	return got
 }
@@ -324,8 +338,8 @@ jobs:
 			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "--name-only", "pneuma/e2e/victim"); !strings.Contains(log, "victim-leftover.txt") {
 				t.Errorf("pneuma did not commit the victim's leftover after the plants: %q", log)
 			}
-			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "--name-only", "pneuma/e2e/escape"); sandboxed && !strings.Contains(log, "leftover.txt") {
-				t.Errorf("pneuma did not commit the agent's leftover after the plants: %q", log)
+			if log := claudetest.Git(t, w.repo, "log", "--format=%s", "--name-only", "pneuma/e2e/escape"); sandboxed && (!strings.Contains(log, "leftover.txt") || !strings.Contains(log, "staged.txt")) {
+				t.Errorf("pneuma did not commit the agent's leftover and what it staged after the plants: %q", log)
 			}
 			if !sandboxed && !strings.Contains(res.Error, "its git metadata changed") {
 				t.Errorf("without the sandbox, pneuma's finish did not notice the planted worktree config: %q", res.Error)
@@ -358,6 +372,7 @@ jobs:
 				}
 				return
 			}
+			claudetest.Git(t, w.repo, "fsck", "--strict", "--no-dangling") // the shared store whole, the job's objects in it
 			if locks, _ := filepath.Glob(filepath.Join(w.repo, ".git", "refs", "heads", "pneuma", "e2e", "*.lock")); len(locks) > 0 {
 				t.Errorf("a failed ref update left %v behind", locks)
 			}

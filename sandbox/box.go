@@ -48,7 +48,9 @@ type Box struct {
 	raw       []int // loopback ports carried raw
 	allowed   []string
 	mu        sync.Mutex
-	refs      map[string]*ownRef // by working directory
+	syncMu    sync.Mutex           // one sync at a time (see sync)
+	refs      map[string]*ownRef   // by working directory
+	objs      map[string]*objStore // by the repository's git dir
 	refErrs   []string
 	denied    denials
 }
@@ -120,57 +122,135 @@ func forwarder(self string) string {
 // and outside): its transcripts are read from there.
 func (b *Box) ConfigDir() string { return b.configDir }
 
-// gitArgs are the git binds of a command run in dir, its branch carried
-// in first (see ownRef).
+// gitArgs are the git binds of a command run in dir: the objects git
+// wrote inside moved out and its branch carried in first (see objStore
+// and ownRef).
 func (b *Box) gitArgs(dir string) []string {
-	args, own := gitBinds(dir, filepath.Join(b.cfg.StateDir, "git"), b.cfg.Repo)
-	if own == nil {
-		return args
+	state := filepath.Join(b.cfg.StateDir, "git")
+	args, own, record, common := gitBinds(dir, state, b.cfg.Repo)
+	var objs *objStore
+	if common != "" {
+		objs = b.objStore(common, state)
+		objs.use(dir, record)
 	}
-	b.mu.Lock()
-	if prev := b.refs[dir]; prev != nil && prev.ref == own.ref {
-		own = prev
-	} else {
-		if b.refs == nil {
-			b.refs = map[string]*ownRef{}
+	if own != nil {
+		b.mu.Lock()
+		if prev := b.refs[dir]; prev != nil && prev.ref == own.ref {
+			own = prev
+		} else {
+			if b.refs == nil {
+				b.refs = map[string]*ownRef{}
+			}
+			b.refs[dir] = own
 		}
-		b.refs[dir] = own
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
-	b.noteRefErr(own.sync())
-	return append(args, own.binds()...)
+	b.sync([]*objStore{objs}, []*ownRef{own})
+	if objs != nil {
+		args = append(args, objs.binds()...)
+	}
+	if own != nil {
+		args = append(args, own.binds()...)
+	}
+	return args
 }
 
-// SyncRefs carries the commits made inside since the last sync out to the
-// job's branch in the repository. Call it when a confined command ends and
-// before pneuma's own git reads the branch; launching a command syncs too.
-// A nil box has nothing to sync.
+// sync moves the objects of stores, then carries refs (nil entries are
+// skipped), one sync of the box at a time: the refs' values inside are
+// read first, so that what a ref names was written before the objects
+// moved, and a commit inside during the sync waits for the next.
+func (b *Box) sync(stores []*objStore, refs []*ownRef) {
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	type value struct {
+		v  string
+		ok bool
+	}
+	values := make([]value, len(refs))
+	for i, o := range refs {
+		if o != nil {
+			values[i].v, values[i].ok = o.inside()
+		}
+	}
+	for _, s := range stores {
+		if s != nil {
+			b.noteRefErr(s.sync())
+		}
+	}
+	for i, o := range refs {
+		if o != nil {
+			b.noteRefErr(o.sync(values[i].v, values[i].ok))
+		}
+	}
+	for _, s := range stores { // against HEAD as carried in
+		if s != nil {
+			b.noteRefErr(s.repair())
+		}
+	}
+}
+
+// objStore is the private object store of the repository whose git dir is
+// common, under state: "objects" for the first repository, a numbered one
+// for each other (a job works in one).
+func (b *Box) objStore(common, state string) *objStore {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.objs[common]; s != nil {
+		return s
+	}
+	if b.objs == nil {
+		b.objs = map[string]*objStore{}
+	}
+	name := "objects"
+	if n := len(b.objs); n > 0 {
+		name = fmt.Sprintf("objects-%d", n+1)
+	}
+	s := newObjStore(common, filepath.Join(state, name))
+	b.objs[common] = s
+	return s
+}
+
+// SyncRefs moves the objects git wrote inside into the repository's
+// shared store (see objStore), then carries the commits made inside since
+// the last sync out to the job's branch. Call it when a confined command
+// ends and before pneuma's own git reads the branch or commits in the
+// worktree (whose index may name blobs git add wrote inside); launching a
+// command syncs too. A nil box has nothing to sync.
 func (b *Box) SyncRefs() {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
+	objs := make([]*objStore, 0, len(b.objs))
+	for _, s := range b.objs {
+		objs = append(objs, s)
+	}
 	refs := make([]*ownRef, 0, len(b.refs))
 	for _, o := range b.refs {
 		refs = append(refs, o)
 	}
 	b.mu.Unlock()
-	for _, o := range refs {
-		b.noteRefErr(o.sync())
-	}
+	b.sync(objs, refs)
 }
 
 // maxRefErrs bounds the ref errors a report lists.
 const maxRefErrs = 10
 
+// noteRefErr notes err for the report, each of a joined error's apart.
 func (b *Box) noteRefErr(err error) {
 	if err == nil {
 		return
 	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.refErrs) < maxRefErrs {
-		b.refErrs = append(b.refErrs, err.Error())
+	for _, e := range errs {
+		if len(b.refErrs) < maxRefErrs {
+			b.refErrs = append(b.refErrs, e.Error())
+		}
 	}
 }
 
@@ -200,15 +280,19 @@ type Report struct {
 	// tool results show them (see NoteToolResult).
 	Denied []Denied `json:"denied,omitempty"`
 	// RefErrors are the job's branch updates made inside that were not
-	// carried out to the repository (see Box.SyncRefs).
+	// carried out to the repository, and the objects git wrote inside
+	// that the repository refused (see Box.SyncRefs).
 	RefErrors []string `json:"ref_errors,omitempty"`
 }
 
 // Env returns env for inside the sandbox: the proxy for every scheme, the
 // private config dir and tmp, and IS_SANDBOX (the CLI allows
-// bypassPermissions as root only in a sandbox).
+// bypassPermissions as root only in a sandbox). Git's object directory
+// variables are dropped: git inside finds the job's private object store
+// where the repository's is (see objStore), and needs no variable for it.
 func (b *Box) Env(env []string) []string {
-	drop := map[string]bool{"NO_PROXY": true, "no_proxy": true, "TMPDIR": true, "CLAUDE_CONFIG_DIR": true, "IS_SANDBOX": true}
+	drop := map[string]bool{"NO_PROXY": true, "no_proxy": true, "TMPDIR": true, "CLAUDE_CONFIG_DIR": true, "IS_SANDBOX": true,
+		"GIT_OBJECT_DIRECTORY": true, "GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "GIT_QUARANTINE_PATH": true}
 	proxy := "http://127.0.0.1:" + strconv.Itoa(b.port)
 	set := map[string]string{"CLAUDE_CONFIG_DIR": b.configDir, "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"} {

@@ -260,28 +260,32 @@ func claudePackage(dir string) bool {
 }
 
 // gitBinds opens what git needs to commit on the worktree's own branch:
-// the object store, the worktree's record in the repository, and its
-// branch's ref through own (see ownRef; nil when dir is no linked worktree
-// on a branch). The repository's config, hooks and other refs stay
+// the worktree's record in the repository, and its branch's ref through
+// own (see ownRef; nil when dir is no linked worktree on a branch). record
+// and common are the worktree's record and the repository's git dir for a
+// linked worktree ("" otherwise): the repository's object store, shared
+// by every branch, stays read-only, and objects git writes inside go to a
+// private store (see objStore, whose binds the caller adds). The
+// repository's config, hooks and other refs stay
 // read-only: its git dir is bound read-only before (see protect for the
 // repository's own .git). A directory that is its own repository (no
 // linked worktree) is writable already: its config and hooks are bound
 // read-only over it.
-func gitBinds(dir, state, repo string) (args []string, own *ownRef) {
+func gitBinds(dir, state, repo string) (args []string, own *ownRef, record, common string) {
 	var a argv
 	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotgit)
 	switch {
 	case err != nil:
-		return nil, nil
+		return nil, nil, "", ""
 	case fi.IsDir():
 		a.bind("--ro-bind", filepath.Join(dotgit, "config"))
 		a.bind("--ro-bind", filepath.Join(dotgit, "hooks"))
-		return a, nil
+		return a, nil, "", ""
 	}
 	record, common, ref, err := worktreeGit(dotgit)
 	if err != nil {
-		return nil, nil
+		return nil, nil, "", ""
 	}
 	// The repository's own .git is bound read-only already (see protect);
 	// a git dir elsewhere is bound read-only here, so that no write path
@@ -289,12 +293,11 @@ func gitBinds(dir, state, repo string) (args []string, own *ownRef) {
 	if repo == "" || !samePath(common, filepath.Join(repo, ".git")) {
 		a.bind("--ro-bind", common)
 	}
-	a.bind("--bind", filepath.Join(common, "objects"))
 	a.bind("--bind", record)
 	if ref != "" {
 		own = newOwnRef(common, ref, state)
 	}
-	return a, own
+	return a, own, record, common
 }
 
 // samePath reports whether a and b name the same file: equal when clean,

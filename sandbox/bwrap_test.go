@@ -80,11 +80,11 @@ func TestGitBinds(t *testing.T) {
 	got := strings.Join((&Box{cfg: Config{StateDir: state}}).gitArgs(wt), " ")
 	gd := filepath.Join(repo, ".git")
 	for _, want := range []string{
-		"--bind " + gd + "/objects " + gd + "/objects",
+		"--ro-bind " + gd + "/objects " + insideObjects + " --bind " + state + "/git/objects/objects " + gd + "/objects --ro-bind " + state + "/git/objects/info " + gd + "/objects/info",
 		"--bind " + gd + "/worktrees/mine " + gd + "/worktrees/mine",
 		"--bind " + state + "/git/refs " + gd + "/refs/heads/pneuma/r1",
 		"--bind " + state + "/git/logs " + gd + "/logs/refs/heads/pneuma/r1",
-		"--ro-bind " + gd + " " + gd + " --bind " + gd + "/objects",
+		"--ro-bind " + gd + " " + gd + " --bind " + gd + "/worktrees/mine",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("gitBinds lacks %q:\n%s", want, got)
@@ -96,7 +96,7 @@ func TestGitBinds(t *testing.T) {
 	// The repository's own .git is bound read-only by protect, after the
 	// job's read and write paths: gitBinds binds it no second time.
 	inRepo := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo}}).gitArgs(wt), " ")
-	if strings.Contains(inRepo, "--ro-bind "+gd) || !strings.Contains(inRepo, "--bind "+gd+"/objects") {
+	if strings.Contains(inRepo, "--ro-bind "+gd+" ") || !strings.Contains(inRepo, "--bind "+state+"/git/objects/objects "+gd+"/objects") {
 		t.Errorf("gitBinds with the repository read-only:\n%s", inRepo)
 	}
 	all := strings.Join((&Box{cfg: Config{StateDir: state, Repo: repo, Spec: Spec{Write: []string{repo}}}}).bwrapArgs(wt), " ")

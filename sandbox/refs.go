@@ -63,15 +63,24 @@ func (o *ownRef) binds() []string {
 	return a
 }
 
-// sync carries the job's ref out, when a commit inside moved it since the
-// last sync (with pneuma's git, hooks off, and only from the value it had
-// then), and then the repository's value in.
-func (o *ownRef) sync() error {
+// inside reads the ref's value inside (ok false: none). Read it before
+// the objects git wrote inside are moved (see Box.SyncRefs): git writes a
+// commit's objects before the ref, so the value read then names objects
+// the move carries out.
+func (o *ownRef) inside() (value string, ok bool) {
+	return readRef(filepath.Join(o.priv, filepath.Base(o.ref)))
+}
+
+// sync carries the job's ref out, when a commit inside moved it to inside
+// (read by o.inside before the objects moved) since the last sync (with
+// pneuma's git, hooks off, and only from the value it had then), and then
+// the repository's value in.
+func (o *ownRef) sync(inside string, ok bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	own := filepath.Join(o.priv, filepath.Base(o.ref))
 	var err error
-	if inside, ok := readRef(own); ok {
+	if ok {
 		switch {
 		case inside == o.last:
 		case !objectID(inside):
@@ -84,8 +93,10 @@ func (o *ownRef) sync() error {
 	}
 	real := o.outside()
 	o.last = real
-	// Written only when it differs: a git inside may be writing it now.
-	if inside, ok := readRef(own); (ok && inside == real) || (!ok && real == "") {
+	// Written only when the repository's value is not the one read inside
+	// above (pneuma committed outside, or the value inside was not carried
+	// out): read again, a commit a git inside made since would be undone.
+	if (ok && inside == real) || (!ok && real == "") {
 		return err
 	}
 	if real == "" {
