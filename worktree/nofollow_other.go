@@ -9,13 +9,10 @@ import (
 	"syscall"
 )
 
-// oNoFollow is not available here: readSmall checks the type after opening.
-const oNoFollow = 0
-
 // readSmall reads the regular file at p, up to limit bytes (more is an
 // error).
 func readSmall(p string, limit int) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0) // no O_NOFOLLOW here: the type is checked after opening
 	if err != nil {
 		return nil, err
 	}

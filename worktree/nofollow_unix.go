@@ -8,9 +8,6 @@ import (
 	"syscall"
 )
 
-// oNoFollow makes an open fail on a symbolic link (readLink).
-const oNoFollow = syscall.O_NOFOLLOW
-
 // readSmall reads the regular file at p, up to limit bytes (more is an
 // error), never following a symbolic link there and never blocking on a
 // FIFO. It uses the system calls alone: an *os.File would register the

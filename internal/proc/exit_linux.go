@@ -12,10 +12,9 @@ import (
 // pidfd in the runtime's network poller, not in a blocking wait system
 // call. A goroutine blocked in waitid holds its scheduler P until the
 // runtime's monitor takes it back (up to 10 ms later when other Ps are
-// idle); with the one P `pneuma run` gives itself, that stalled every other
-// job's events for as long (see RunProcs). Where pidfds are missing (Linux
-// before 5.10, or p is gone already) it returns at once and Wait blocks as
-// before.
+// idle); with the one P `pneuma run` gives itself (cmd's runProcs), that
+// stalled every other job's events for as long. Where pidfds are missing
+// (Linux before 5.10) it returns at once and Wait blocks as before.
 func AwaitExit(p *os.Process) {
 	fd, err := unix.PidfdOpen(p.Pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
