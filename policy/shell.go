@@ -403,8 +403,9 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 	}
 	// Quotes and backslashes dropped, carriage returns taken as spaces:
 	// the words as the lexer policy used before this parser read them, so
-	// that no deny rule it applied is lost.
-	loose := strings.Fields(strings.Map(func(r rune) rune {
+	// that no deny rule it applied is lost; and, as it could, the commands
+	// its control operators would separate there (x "&rm -r"f as rm -rf).
+	loose := strings.Map(func(r rune) rune {
 		switch r {
 		case '\'', '"', '\\':
 			return -1
@@ -412,10 +413,11 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 			return ' '
 		}
 		return r
-	}, strings.Join(c.raw, " ")))
-	if len(loose) > 0 {
-		c.alt = append(c.alt, loose)
+	}, strings.Join(c.raw, " "))
+	if ws := strings.Fields(loose); len(ws) > 0 {
+		c.alt = append(c.alt, ws)
 	}
+	c.alt = append(c.alt, operatorSplits(loose, nil)...)
 }
 
 // unknownName lists, for deny rules, what a command whose name is not
