@@ -122,7 +122,7 @@ bench: build claude bench-deps
 	STARTS_JOBS=60 STARTS_CONCURRENCY=1 STARTS_ROUNDS=3 STARTS_SANDBOX=1 ./scripts/bench-starts.sh
 	./scripts/bench-history.sh
 	./scripts/bench-serve.sh
-	SCALE_SERVE=1 ./scripts/bench-scale.sh
+	SCALE_ROUNDS=3 SCALE_SERVE=1 ./scripts/bench-scale.sh
 	$(GO) test -run '^$$' -bench 'Decode10k' -benchtime 3x ./jobfile
 	$(GO) test -run '^$$' -bench 'BuildPlan10k|ResumeReplay10k|ToFirstJob10k' -benchtime 3x ./runner
 	$(GO) test -run '^$$' -bench 'LiveViewRun$$' -benchtime 3x ./cmd

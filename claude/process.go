@@ -545,7 +545,6 @@ func (p *Process) Wait() (ExitStatus, error) {
 // wait reaps the process, kills what is left of its group, drains the pipes
 // and releases everything.
 func (p *Process) wait() {
-	proc.AwaitExit(p.cmd.Process)
 	err := p.cmd.Wait()
 	close(p.exited)
 	// Nothing the CLI started may outlive the job or hold stdout open: kill

@@ -232,13 +232,11 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 	}
 	ropts.Observer = rec
 	var r *report.Report
-	restoreProcs := runProcs(io.Getenv("GOMAXPROCS"))
 	if prior != nil {
 		r, err = runner.Resume(ctx, plan, prior, ropts)
 	} else {
 		r, err = runner.Run(ctx, plan, ropts)
 	}
-	restoreProcs()
 	rep.Close()
 	if view != nil {
 		view.Close()
@@ -277,23 +275,6 @@ func runGCPercent(gc int, gogc string) int {
 		return gc
 	}
 	return 50
-}
-
-// runProcs gives the runtime one P while the jobs run, unless GOMAXPROCS
-// (env, the environment's value) says otherwise, and returns what restores
-// the default. A run's own work is a few milliseconds a job among the
-// children it waits for; more Ps only made the scheduler pay for them. With
-// two Ps, pneuma's CPU a job was 2.1-3.0 ms at 1,000 jobs, a quarter of it the runtime's monitor
-// (sysmon) polling every 20 us while a P was busy or sat in a system call;
-// with one, 1.7-2.2 ms at the same makespan (docs/limits.md, issue 27). The
-// waits for children are in the poller (proc.AwaitExit), so that no wait
-// holds the one P. The plan before and the outputs after keep every P.
-func runProcs(env string) (restore func()) {
-	if env != "" {
-		return func() {}
-	}
-	runtime.GOMAXPROCS(1)
-	return func() { runtime.SetDefaultGOMAXPROCS() }
 }
 
 // warnUnsandboxed prints one warning per run when jobs run in

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pneuma-cli/pneuma/internal/proc"
 	"github.com/pneuma-cli/pneuma/jobfile"
 	"github.com/pneuma-cli/pneuma/report"
 )
@@ -118,7 +117,7 @@ func runTool(ctx context.Context, dir string, env, argv []string) (string, error
 	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := proc.Run(cmd); err != nil {
+	if err := cmd.Run(); err != nil {
 		if msg := lastLines(stderr.String(), 5); msg != "" {
 			return "", fmt.Errorf("%w: %s", err, msg)
 		}

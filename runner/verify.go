@@ -40,7 +40,7 @@ func runVerify(ctx context.Context, v *jobfile.Verify, dir string, env []string,
 	proc.NewGroup(cmd)
 	proc.CancelBy(cmd, syscall.SIGKILL)
 	cmd.WaitDelay = 5 * time.Second
-	err := proc.Run(cmd)
+	err := cmd.Run()
 	boxOf(ctx).SyncRefs() // commits the command made inside reach the job's branch
 	res.DurationMS = time.Since(start).Milliseconds()
 	var exitErr *exec.ExitError

@@ -16,6 +16,12 @@
 # skips the `pneuma run` sizes (and the resume and merge after them): with
 # SCALE_SERVE=1, only the served run of the largest size.
 #
+# SCALE_ROUNDS=N (1) runs each size N times and prints the medians (own CPU
+# on this 2-core machine moves by a fifth between two runs of one binary);
+# SCALE_BEFORE=BINARY runs another pneuma (built from an older commit) in
+# the same rounds, interleaved, for a before-and-after table in one run.
+# The targets are checked on the medians of this tree's pneuma.
+#
 # Environment: SCALE_SIZES ("1000 3000 10000"), SCALE_CONCURRENCY (30),
 # SCALE_FILES (200), SCALE_PNEUMA (a pneuma binary to measure instead of
 # building this tree's), SCALE_HEAP=DIR writes a heap profile per size there
@@ -46,6 +52,10 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 echo "== build"
 pneuma="${SCALE_PNEUMA:-$PWD/bin/pneuma}"
+rounds="${SCALE_ROUNDS:-1}"
+before="${SCALE_BEFORE:-}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-scale: SCALE_ROUNDS must be a number from 1" >&2; exit 2; }
+[[ -z "$before" || -x "$before" ]] || { echo "bench-scale: SCALE_BEFORE $before is not an executable" >&2; exit 2; }
 [[ -n "${SCALE_PNEUMA:-}" ]] || go build -o "$pneuma" .
 mkdir -p "$tmp/standin"
 # The stand-in fails the jobs whose prompt says "fail" (--rerun-failed has
@@ -144,34 +154,65 @@ measure() {
   cpu_ms=$(( (utime + stime) * 1000 / hz ))
 }
 
+# median: the median of the numbers on stdin, one a line.
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# One run per contender and round, interleaved (after, before, after, ...)
+# on a repository of its own each, so that the machine's drift between
+# runs falls on both alike; the table holds each contender's medians.
+contenders=(after)
+[[ -z "$before" ]] || contenders+=(before)
 status=0
-printf '%-8s %10s %14s %10s %6s   %s\n' jobs "peak RSS" "CPU per job" wall exit load >"$tmp/table"
+printf '%-8s %-7s %10s %14s %10s   %s\n' jobs pneuma "peak RSS" "CPU per job" wall "CPU per job, each round" >"$tmp/table"
 for n in $sizes; do
   last="$n"
   [[ "${SCALE_PLAIN:-1}" != 0 ]] || continue
-  repo="$tmp/repo-$n"
-  mkrepo "$repo"
-  jobsfile "$n" >"$repo/jobs.yaml"
-  args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
-  [[ -z "$heap" ]] || args+=(--memprofile "$heap/heap-$n.pprof")
-  [[ -z "$cpu" ]] || args+=(--cpuprofile "$cpu/cpu-$n.pprof")
-  echo "== $n jobs: pneuma ${args[*]} jobs.yaml   load $(load)"
-  measure "$n" "$repo" "${args[@]}" jobs.yaml
-  per_job=$(awk -v c="$cpu_ms" -v n="$n" 'BEGIN { printf "%.2f", c / n }')
-  succeeded=$(grep -c '"type":"job_finished".*"status":"succeeded"' "$tmp/events-$n.jsonl" || true)
-  echo "wall $ms ms, exit $exit_code, $succeeded/$n succeeded, own CPU $cpu_ms ms ($per_job ms per job), peak RSS $(( hwm / 1024 )) MB"
-  printf '%-8s %7d MB %11s ms %7.1f s %6s   %s\n' "$n" $(( hwm / 1024 )) "$per_job" "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')" "$exit_code" "$(load)" >>"$tmp/table"
-  # one job in a hundred fails on purpose: exit 1 is the expected outcome
-  [[ "$exit_code" == 1 ]] || { echo "UNEXPECTED exit $exit_code"; tail -5 "$tmp/stderr-$n.log" >&2; status=1; }
-  (( hwm <= 64 * 1024 )) || { echo "MISSED peak RSS <= 64 MB at $n jobs"; status=1; }
-  awk -v p="$per_job" 'BEGIN { exit !(p <= 3) }' || { echo "MISSED own CPU <= 3 ms per job at $n jobs"; status=1; }
+  for r in $(seq 1 "$rounds"); do
+    for who in "${contenders[@]}"; do
+      repo="$tmp/repo-$n-$who"
+      rm -rf "$repo"
+      mkrepo "$repo"
+      jobsfile "$n" >"$repo/jobs.yaml"
+      args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
+      bin="$pneuma"
+      if [[ "$who" == before ]]; then
+        bin="$before"
+      else
+        [[ -z "$heap" ]] || args+=(--memprofile "$heap/heap-$n.pprof")
+        [[ -z "$cpu" ]] || args+=(--cpuprofile "$cpu/cpu-$n.pprof")
+      fi
+      echo "== $n jobs, round $r of $rounds, $who: pneuma ${args[*]} jobs.yaml   load $(load)"
+      pneuma="$bin" measure "$n" "$repo" "${args[@]}" jobs.yaml
+      per_job=$(awk -v c="$cpu_ms" -v n="$n" 'BEGIN { printf "%.2f", c / n }')
+      succeeded=$(grep -c '"type":"job_finished".*"status":"succeeded"' "$tmp/events-$n.jsonl" || true)
+      echo "wall $ms ms, exit $exit_code, $succeeded/$n succeeded, own CPU $cpu_ms ms ($per_job ms per job), peak RSS $(( hwm / 1024 )) MB"
+      echo "$per_job" >>"$tmp/cpu-$n-$who"
+      echo "$(( hwm / 1024 ))" >>"$tmp/rss-$n-$who"
+      awk -v m="$ms" 'BEGIN { print m / 1000 }' >>"$tmp/wall-$n-$who"
+      # one job in a hundred fails on purpose: exit 1 is the expected outcome
+      [[ "$exit_code" == 1 ]] || { echo "UNEXPECTED exit $exit_code"; tail -5 "$tmp/stderr-$n.log" >&2; status=1; }
+      if [[ "$who" == after ]]; then
+        (( hwm <= 64 * 1024 )) || { echo "MISSED peak RSS <= 64 MB at $n jobs"; status=1; }
+        cp "$tmp/events-$n.jsonl" "$tmp/events-$n-after.jsonl"
+      else
+        rm -rf "$repo"
+      fi
+    done
+  done
+  for who in "${contenders[@]}"; do
+    cpu_med=$(median <"$tmp/cpu-$n-$who")
+    printf '%-8s %-7s %7s MB %11s ms %7.1f s   %s\n' "$n" "$who" "$(median <"$tmp/rss-$n-$who")" "$cpu_med" \
+      "$(median <"$tmp/wall-$n-$who")" "$(tr '\n' ' ' <"$tmp/cpu-$n-$who")" >>"$tmp/table"
+    [[ "$who" == after ]] || continue
+    awk -v p="$cpu_med" 'BEGIN { exit !(p <= 3) }' || { echo "MISSED own CPU <= 3 ms per job at $n jobs (median of $rounds)"; status=1; }
+  done
 done
 
 if [[ "${SCALE_PLAIN:-1}" != 0 ]]; then
   # The largest run again: --rerun-failed (its one in a hundred), then a
   # resume of that (nothing left to do: the replay and the report only).
-  repo="$tmp/repo-$last"
-  run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last.jsonl" | head -1)
+  repo="$tmp/repo-$last-after"
+  run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last-after.jsonl" | head -1)
   echo "== --rerun-failed $run_id ($last jobs)   load $(load)"
   measure rerun "$repo" run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never --rerun-failed "$run_id" jobs.yaml
   echo "first job after $first_ms ms, wall $ms ms, exit $exit_code, peak RSS $(( hwm / 1024 )) MB"

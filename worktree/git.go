@@ -206,7 +206,7 @@ func (m *Manager) exec(ctx context.Context, r run) ([]byte, error) {
 	proc.NewGroup(cmd)
 	proc.CancelBy(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = waitDelay
-	if err := proc.Run(cmd); err != nil {
+	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}

@@ -7,15 +7,3 @@
 // outlives it. Where process groups do not exist (Windows), NewGroup does
 // nothing, Signal only kills and CancelBy keeps os/exec's default.
 package proc
-
-import "os/exec"
-
-// Run is cmd.Run, with the wait for the exit in the runtime's poller
-// (AwaitExit) instead of in a blocking system call.
-func Run(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	AwaitExit(cmd.Process)
-	return cmd.Wait()
-}
