@@ -37,6 +37,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,6 +221,25 @@ func samePath(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
+}
+
+// listed reports whether path is one of the linked worktrees in list (git
+// worktree list: the main worktree first). Git lists the paths it resolved
+// when the worktree was made, so path is compared as it is and resolved
+// once first; each listed path is resolved only when neither matched (the
+// end of a run removes a tree per job slot: resolving every listed path for
+// each was quadratic in the repository's worktrees).
+func listed(list []Info, path string) bool {
+	if len(list) < 2 {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	for _, in := range list[1:] {
+		if in.Path == path || err == nil && in.Path == real {
+			return true
+		}
+	}
+	return slices.ContainsFunc(list[1:], func(in Info) bool { return samePath(in.Path, path) })
 }
 
 func isDir(p string) bool {
@@ -556,13 +576,7 @@ func (m *Manager) remove(ctx context.Context, repo, path string) error {
 		if err != nil {
 			return err
 		}
-		linked := false
-		for i, in := range list {
-			if i > 0 && samePath(in.Path, path) {
-				linked = true
-			}
-		}
-		if !linked {
+		if !listed(list, path) {
 			return m.notLinked(ctx, repo, path)
 		}
 		trash = fmt.Sprintf("%s.removing-%d", path, time.Now().UnixNano())

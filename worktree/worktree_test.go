@@ -939,3 +939,38 @@ func TestReuse(t *testing.T) {
 		t.Errorf("uncommitted work was touched: %v", err)
 	}
 }
+
+// listed finds a linked worktree by its path as given, resolved, or as
+// another spelling of a listed path, and never the main worktree.
+func TestListed(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "wt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	list := []Info{{Path: filepath.Join(real, "main")}, {Path: filepath.Join(real, "other")}, {Path: filepath.Join(real, "wt")}}
+	for _, c := range []struct {
+		path string
+		want bool
+	}{
+		{filepath.Join(real, "wt"), true},
+		{filepath.Join(link, "wt"), true}, // resolved once
+		{filepath.Join(real, "main"), false},
+		{filepath.Join(real, "nope"), false},
+	} {
+		if got := listed(list, c.path); got != c.want {
+			t.Errorf("listed(%s) = %v, want %v", c.path, got, c.want)
+		}
+	}
+	// A listed path that is itself another spelling (a symlink) of the path.
+	if !listed([]Info{{Path: "/main"}, {Path: filepath.Join(link, "wt")}}, filepath.Join(real, "wt")) {
+		t.Error("listed missed a listed path that resolves to the path")
+	}
+	if listed(list[:1], filepath.Join(real, "main")) {
+		t.Error("listed found the main worktree")
+	}
+}
