@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/pneuma-cli/pneuma/cmd"
+	"github.com/pneuma-cli/pneuma/internal/testbed/boxtest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakecli"
-	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // A requested sandbox that cannot start fails the run before any job
@@ -62,12 +62,7 @@ func TestRunWarnsBypassWithoutSandbox(t *testing.T) {
 
 // --dry-run shows which jobs run sandboxed and what they open.
 func TestRunDryRunShowsSandbox(t *testing.T) {
-	if _, err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err) // the plan of a sandboxed job needs bubblewrap
-	}
+	boxtest.Require(t, "the plan of a sandboxed job")
 	cli := fakecli.Install(t, fakecli.Scenario{})
 	repo := claudetest.GitRepo(t)
 	writeJobs(t, repo, "version: 1\njobs:\n  - name: a\n    prompt: x\n    sandbox: {network: [example.com]}\n  - name: b\n    prompt: y\n")

@@ -14,24 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/boxtest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
 	"github.com/pneuma-cli/pneuma/report"
-	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // requireSandbox fails the test in CI when bubblewrap cannot run here, and
 // skips it elsewhere.
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if _, err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox escape suite needs bubblewrap: %v", err)
-		}
-		t.Skip(err)
-	}
-}
+func requireSandbox(t *testing.T) { t.Helper(); boxtest.Require(t, "the sandbox escape suite") }
 
 // countingServer accepts on host loopback, answers "pong" to a line, and
 // counts connections.

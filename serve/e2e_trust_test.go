@@ -21,10 +21,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/boxtest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/claudetest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/fakeapi"
 	"github.com/pneuma-cli/pneuma/internal/testbed/poll"
-	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 const (
@@ -536,15 +536,7 @@ func TestE2ESandboxPaths(t *testing.T) {
 
 // requireBwrap fails the test in CI when bubblewrap cannot run here (a
 // forced sandbox needs it), and skips it elsewhere.
-func requireBwrap(t *testing.T) {
-	t.Helper()
-	if _, err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test needs bubblewrap: %v", err)
-		}
-		t.Skip(err)
-	}
-}
+func requireBwrap(t *testing.T) { t.Helper(); boxtest.Require(t, "the test") }
 
 // A client resumes only a CLI session of one of the server's own sessions:
 // the CLI would resume any conversation of the operator's it finds (here

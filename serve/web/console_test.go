@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/pneuma-cli/pneuma/internal/testbed/boxtest"
 	"github.com/pneuma-cli/pneuma/internal/testbed/browser"
-	"github.com/pneuma-cli/pneuma/sandbox"
 )
 
 // console is a server the browser tests run against: the real one
@@ -420,12 +420,7 @@ func checkJobTranscriptText(t *testing.T, b *browser.Browser, srv *realServer, j
 // job's says it had none, and a sandboxed session's page shows its
 // sandbox live.
 func TestConsoleSandbox(t *testing.T) {
-	if _, err := sandbox.Check(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the console's sandbox view needs bubblewrap: %v", err)
-		}
-		t.Skip(err)
-	}
+	boxtest.Require(t, "the console's sandbox view")
 	srv := startReal(t)
 	outside := filepath.Join(srv.repo, "outside.txt")
 	jobs := filepath.Join(srv.repo, "jobs.yaml")
