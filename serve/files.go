@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -111,8 +112,13 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 		n = v
 	}
 	data, cut, err := tailLines(dir.Stream(), n, MaxStreamTail)
-	if err != nil {
-		writeError(w, http.StatusNotFound, "no stream: %v", err)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		writeError(w, http.StatusNotFound, "the job has no stream (yet)")
+		return
+	case err != nil:
+		s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusInternalServerError, "the job's stream could not be read (the server's log says why)")
 		return
 	}
 	if cut && len(data) == 0 {
@@ -129,17 +135,15 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 // tailLines reads the last n lines of a file, from its end backwards, in
 // at most limit bytes: cut is true when fewer lines than n fit (data then
 // holds the whole lines that do, possibly none). Each chunk is read and
-// its newlines counted once.
+// its newlines counted once. Only a regular file is read, and the open
+// never blocks (a named pipe put in the stream's place is an error, not a
+// request that hangs).
 func tailLines(path string, n int, limit int64) (data []byte, cut bool, err error) {
-	f, err := os.Open(path)
+	f, st, err := safefile.Open(path, math.MaxInt64)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
 	const step = 64 << 10
 	var chunks [][]byte
 	var read int64

@@ -189,3 +189,42 @@ func TestJobDiffIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// A job's stream tail reads only a regular file: a named pipe in its place
+// is a 500 at once, never a request that hangs, and no answer names the
+// state directory.
+func TestJobStreamTailRegularOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const line = `{"type":"system","subtype":"init"}` + "\n"
+	for _, tc := range []struct {
+		name  string
+		write func(path string) error
+		code  int
+		body  string
+	}{
+		{"regular", func(p string) error { return os.WriteFile(p, []byte(line), 0o644) }, 200, line},
+		{"none", func(string) error { return nil }, http.StatusNotFound, ""},
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o600) }, http.StatusInternalServerError, ""},
+	} {
+		b := jobBed(t, func(job runner.JobDir) {
+			if err := tc.write(job.Stream()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.ts.URL+"/api/runs/r1/jobs/j/stream?tail=5", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := b.ts.Client().Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || (tc.code == 200 && string(body) != tc.body) {
+			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, body, tc.code)
+		}
+		if strings.Contains(string(body), b.cfg.StateDir) {
+			t.Errorf("%s: the answer names the state directory: %s", tc.name, body)
+		}
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sort"
 	"strconv"
 
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/report"
 )
 
@@ -164,7 +166,9 @@ func (s *Server) eachRunJob(id string, rep *report.Report, fn func(*report.Job) 
 	if rep != nil {
 		return rep.EachJob(fn)
 	}
-	f, err := os.Open(runLayout(&s.cfg).Run(id).Results())
+	// Regular and opened without blocking: a named pipe in its place is an
+	// error, not a request that hangs.
+	f, _, err := safefile.Open(runLayout(&s.cfg).Run(id).Results(), math.MaxInt64)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
