@@ -229,7 +229,9 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 
 // openArchived opens a listed file inside its project directory (os.Root):
 // a symlink swapped in since the listing reaches nothing outside it. The
-// open never blocks and keeps only a regular file.
+// open never blocks and keeps only the file that was listed: a file
+// swapped in since (a link to another file of the project directory, or
+// another file renamed into its place) is refused.
 func openArchived(f archFile) (*os.File, error) {
 	rel, err := filepath.Rel(f.base, f.src)
 	if err != nil {
@@ -244,9 +246,18 @@ func openArchived(f archFile) (*os.File, error) {
 	if err != nil {
 		return nil, &UnreadableError{Path: f.src, Err: err}
 	}
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := in.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		in.Close()
 		return nil, &UnreadableError{Path: f.src, Err: ErrNotRegular}
 	}
+	if f.info != nil && !os.SameFile(fi, f.info) {
+		in.Close()
+		return nil, &UnreadableError{Path: f.src, Err: errSwapped}
+	}
 	return in, nil
 }
+
+// errSwapped is a listed file that another took the place of before the
+// copy opened it.
+var errSwapped = errors.New("not the file listed: it was replaced since")

@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,6 +110,41 @@ func TestArchiveNeverFollowsSymlinks(t *testing.T) {
 	if in, err := openArchived(files[0]); err == nil {
 		in.Close()
 		t.Error("a transcript swapped for a link to a host file was opened")
+	}
+
+	// Listed as a file, then swapped for a link to another file inside the
+	// project directory (which os.Root alone would follow), or for another
+	// file renamed into its place: neither is opened.
+	other := filepath.Join(proj, sidB+".jsonl")
+	if err := os.WriteFile(other, []byte("OTHER SESSION"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(transcript)
+	if err := os.WriteFile(transcript, []byte(`{"type":"user"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if files, err = sessionFiles(transcript, ""); err != nil || len(files) != 1 {
+		t.Fatalf("listing: %v %v", files, err)
+	}
+	os.Remove(transcript)
+	if err := os.Symlink(sidB+".jsonl", transcript); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := openArchived(files[0]); err == nil || !errors.Is(err, errSwapped) {
+		if in != nil {
+			in.Close()
+		}
+		t.Errorf("a transcript swapped for a link inside the project dir: %v, want errSwapped", err)
+	}
+	os.Remove(transcript)
+	if err := os.Rename(other, transcript); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := openArchived(files[0]); err == nil || !errors.Is(err, errSwapped) {
+		if in != nil {
+			in.Close()
+		}
+		t.Errorf("a transcript replaced by another file: %v, want errSwapped", err)
 	}
 }
 
