@@ -339,6 +339,59 @@ func unsucceeded(runDir string) ([]string, error) {
 	return names, nil
 }
 
+// PlannedSlug returns the slug (the name of its directory under jobs/) of
+// the job named name in the plan of the run in runDir, or "" when no job of
+// the plan has that name. It reads run.json one planned job at a time and
+// stops at the match: a server answering a job route of a 10,000-job run
+// by the job's name neither holds nor decodes the whole plan.
+func PlannedSlug(runDir, name string) (string, error) {
+	path := JournalPath(runDir)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read run journal: %w", err)
+	}
+	defer f.Close()
+	slug := ""
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 16<<10))
+	only := func(want string, read func() error) func(string) error {
+		return func(key string) error {
+			if key == want {
+				return read()
+			}
+			var skip json.RawMessage
+			return dec.Decode(&skip)
+		}
+	}
+	err = walkObject(dec, only("plan", func() error {
+		return walkObject(dec, only("jobs", func() error {
+			return walkArray(dec, func() error {
+				var j struct {
+					Name string `json:"name"`
+					Slug string `json:"slug"`
+				}
+				if err := dec.Decode(&j); err != nil {
+					return err
+				}
+				if j.Name == name {
+					slug = j.Slug
+					return errFound
+				}
+				return nil
+			})
+		}))
+	}))
+	switch {
+	case errors.Is(err, errFound):
+		return slug, nil
+	case err != nil:
+		return "", fmt.Errorf("read run journal %s: %w", path, err)
+	}
+	return "", nil
+}
+
+// errFound stops a walk that found what it looked for.
+var errFound = errors.New("found")
+
 // errListed stops the reading of a run.json whose not_succeeded was read.
 var errListed = errors.New("the jobs that did not succeed are listed")
 

@@ -434,3 +434,27 @@ func TestEachEncodedIsMarshalOfEachResult(t *testing.T) {
 		}
 	}
 }
+
+// PlannedSlug finds a job's directory name by the job's name in run.json,
+// first, last and missing alike, and says when there is no journal.
+func TestPlannedSlug(t *testing.T) {
+	dir := t.TempDir()
+	var plan, states []string
+	for i := range 300 {
+		plan = append(plan, fmt.Sprintf(`{"name":"job %d","slug":"job-%d","prompts":["p"]}`, i, i))
+		states = append(states, fmt.Sprintf(`{"name":"job %d","state":"pending"}`, i))
+	}
+	journal := `{"schema":"x","status":"running","plan":{"run_id":"r","jobs":[` + strings.Join(plan, ",") +
+		`],"concurrency":3},"jobs":[` + strings.Join(states, ",") + `]}`
+	if err := os.WriteFile(RunDir(dir).Journal(), []byte(journal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"job 0": "job-0", "job 299": "job-299", "no such job": ""} {
+		if got, err := PlannedSlug(dir, name); err != nil || got != want {
+			t.Errorf("PlannedSlug(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := PlannedSlug(t.TempDir(), "x"); err == nil {
+		t.Error("PlannedSlug without run.json: no error")
+	}
+}

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -50,40 +49,28 @@ func (s *Server) jobDir(w http.ResponseWriter, r *http.Request) (runner.JobDir, 
 	}
 	job := r.PathValue("job")
 	run := runLayout(&s.cfg).Run(ru.id)
-	for _, slug := range []string{job, jobSlug(run, job)} {
-		if !validID(slug) {
-			continue
-		}
-		if fi, err := os.Stat(string(run.Job(slug))); err == nil && fi.IsDir() {
-			return run.Job(slug), true
+	if dir, ok := jobDirNamed(run, job); ok {
+		return dir, true
+	}
+	// Not a job's directory: a job's name ("fix the bug" is in
+	// jobs/fix-the-bug), looked up in the run's plan.
+	if slug, err := runner.PlannedSlug(string(run), job); err == nil {
+		if dir, ok := jobDirNamed(run, slug); ok {
+			return dir, true
 		}
 	}
 	writeError(w, http.StatusNotFound, "no job %q in run %s", job, ru.id)
 	return "", false
 }
 
-// jobSlug finds the slug (the directory name) of the job named name in the
-// run's plan (run.json), or "": job routes take a job's name as well as
-// its slug ("fix the bug" is in jobs/fix-the-bug).
-func jobSlug(run runner.RunDir, name string) string {
-	data, err := os.ReadFile(run.Journal())
-	if err != nil {
-		return ""
+// jobDirNamed is the run's directory of the job whose slug is slug, if
+// slug is one and the directory exists.
+func jobDirNamed(run runner.RunDir, slug string) (runner.JobDir, bool) {
+	if !validID(slug) {
+		return "", false
 	}
-	var j struct {
-		Plan struct {
-			Jobs []struct{ Name, Slug string } `json:"jobs"`
-		} `json:"plan"`
-	}
-	if json.Unmarshal(data, &j) != nil {
-		return ""
-	}
-	for _, jb := range j.Plan.Jobs {
-		if jb.Name == name {
-			return jb.Slug
-		}
-	}
-	return ""
+	fi, err := os.Stat(string(run.Job(slug)))
+	return run.Job(slug), err == nil && fi.IsDir()
 }
 
 // MaxStreamTail is the most a stream tail answers (8 MiB): a tail that
