@@ -147,15 +147,8 @@ func TestTailLines(t *testing.T) {
 // at most MaxDiff bytes; a larger one is a 413 and a named pipe a 500,
 // never a hang.
 func TestJobDiffIsCapped(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	const patch = "diff --git a/x b/x\n+y\n"
-	for _, tc := range []struct {
-		name  string
-		write func(path string) error
-		code  int
-		body  string
-	}{
+	checkJobFile(t, "/diff", runner.JobDir.Patch, []jobFileCase{
 		{"regular", func(p string) error { return os.WriteFile(p, []byte(patch), 0o644) }, 200, patch},
 		{"none", func(string) error { return nil }, 200, ""},
 		{"over the cap", func(p string) error {
@@ -167,52 +160,45 @@ func TestJobDiffIsCapped(t *testing.T) {
 			return f.Truncate(MaxDiff + 1) // sparse: no 32 MiB written
 		}, http.StatusRequestEntityTooLarge, ""},
 		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o600) }, http.StatusInternalServerError, ""},
-	} {
-		b := jobBed(t, func(job runner.JobDir) {
-			if err := tc.write(job.Patch()); err != nil {
-				t.Fatal(err)
-			}
-		})
-		req, _ := http.NewRequestWithContext(ctx, "GET", b.ts.URL+"/api/runs/r1/jobs/j/diff", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := b.ts.Client().Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if resp.StatusCode != tc.code || (tc.code == 200 && string(body) != tc.body) {
-			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, body, tc.code)
-		}
-		if tc.code != 200 && strings.Contains(string(body), b.cfg.StateDir) {
-			t.Errorf("%s: the error names the state directory: %s", tc.name, body)
-		}
-	}
+	})
 }
 
 // A job's stream tail reads only a regular file: a named pipe in its place
 // is a 500 at once, never a request that hangs, and no answer names the
 // state directory.
 func TestJobStreamTailRegularOnly(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	const line = `{"type":"system","subtype":"init"}` + "\n"
-	for _, tc := range []struct {
-		name  string
-		write func(path string) error
-		code  int
-		body  string
-	}{
+	checkJobFile(t, "/stream?tail=5", runner.JobDir.Stream, []jobFileCase{
 		{"regular", func(p string) error { return os.WriteFile(p, []byte(line), 0o644) }, 200, line},
 		{"none", func(string) error { return nil }, http.StatusNotFound, ""},
 		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o600) }, http.StatusInternalServerError, ""},
-	} {
+	})
+}
+
+// jobFileCase is a job's file as write leaves it, and the answer a route
+// that serves it gives: the status, and the body when it is a 200.
+type jobFileCase struct {
+	name  string
+	write func(path string) error
+	code  int
+	body  string
+}
+
+// checkJobFile asks route (after /api/runs/r1/jobs/j) of a server whose
+// job has, at file(job), what each case writes, within 20 seconds in all
+// (a request that hangs fails), and checks the answers, none of which may
+// name the state directory.
+func checkJobFile(t *testing.T, route string, file func(runner.JobDir) string, cases []jobFileCase) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range cases {
 		b := jobBed(t, func(job runner.JobDir) {
-			if err := tc.write(job.Stream()); err != nil {
+			if err := tc.write(file(job)); err != nil {
 				t.Fatal(err)
 			}
 		})
-		req, _ := http.NewRequestWithContext(ctx, "GET", b.ts.URL+"/api/runs/r1/jobs/j/stream?tail=5", nil)
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.ts.URL+"/api/runs/r1/jobs/j"+route, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := b.ts.Client().Do(req)
 		if err != nil {
