@@ -341,17 +341,24 @@ func unsucceeded(runDir string) ([]string, error) {
 
 // PlannedSlug returns the slug (the name of its directory under jobs/) of
 // the job named name in the plan of the run in runDir, or "" when no job of
-// the plan has that name. It reads run.json one planned job at a time and
-// stops at the match: a server answering a job route of a 10,000-job run
-// by the job's name neither holds nor decodes the whole plan.
+// the plan has that name. See FindPlanned.
 func PlannedSlug(runDir, name string) (string, error) {
+	_, slug, err := FindPlanned(runDir, func(n, _ string) bool { return n == name })
+	return slug, err
+}
+
+// FindPlanned returns the name and slug of the first job of the plan of
+// the run in runDir for which match is true, or "" and "" when there is
+// none. It reads run.json one planned job at a time and stops at the
+// match: a server answering a job route of a 10,000-job run neither holds
+// nor decodes the whole plan.
+func FindPlanned(runDir string, match func(name, slug string) bool) (name, slug string, err error) {
 	path := JournalPath(runDir)
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("read run journal: %w", err)
+		return "", "", fmt.Errorf("read run journal: %w", err)
 	}
 	defer f.Close()
-	slug := ""
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 16<<10))
 	only := func(want string, read func() error) func(string) error {
 		return func(key string) error {
@@ -372,8 +379,8 @@ func PlannedSlug(runDir, name string) (string, error) {
 				if err := dec.Decode(&j); err != nil {
 					return err
 				}
-				if j.Name == name {
-					slug = j.Slug
+				if match(j.Name, j.Slug) {
+					name, slug = j.Name, j.Slug
 					return errFound
 				}
 				return nil
@@ -382,11 +389,11 @@ func PlannedSlug(runDir, name string) (string, error) {
 	}))
 	switch {
 	case errors.Is(err, errFound):
-		return slug, nil
+		return name, slug, nil
 	case err != nil:
-		return "", fmt.Errorf("read run journal %s: %w", path, err)
+		return "", "", fmt.Errorf("read run journal %s: %w", path, err)
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // errFound stops a walk that found what it looked for.

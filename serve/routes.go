@@ -78,6 +78,7 @@ func (s *Server) routeTable() []Route {
 		{Pattern: "GET /api/runs/{id}/jobs", handler: s.runJobs},
 		{Pattern: "GET /api/runs/{id}/events", handler: s.runEvents},
 		{Pattern: "GET /api/runs/{id}/ws", Auth: AuthWebSocket, handler: s.runWS, exists: s.runExists},
+		{Pattern: "GET /api/runs/{id}/jobs/{job}", handler: s.runJob},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/stream", handler: s.jobStream},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/diff", handler: s.jobDiff},
 		{Pattern: "GET /api/runs/{id}/jobs/{job}/transcript", handler: s.jobTranscript, transcript: true},

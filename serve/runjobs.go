@@ -13,6 +13,7 @@ import (
 
 	"github.com/pneuma-cli/pneuma/internal/safefile"
 	"github.com/pneuma-cli/pneuma/report"
+	"github.com/pneuma-cli/pneuma/runner"
 )
 
 // The bounds of a run's snapshot and of a page of its jobs (issue 27).
@@ -137,6 +138,56 @@ func (s *Server) runJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// runJob answers a finished job's report entry: {job} is its name, or its
+// slug when no job has that name. The entry is found by walking the run's
+// jobs one at a time in one request: the report's up to it, or before the
+// report all of results.jsonl, whose last entry of a job run again is the
+// one answered. A job that has not finished has none (404).
+func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
+	ru := s.runOf(w, r)
+	if ru == nil {
+		return
+	}
+	job := r.PathValue("job")
+	named := func(name string) (*report.Job, error) {
+		ru.mu.Lock()
+		rep := ru.report
+		ru.mu.Unlock()
+		var found *report.Job
+		err := s.eachRunJob(ru.id, rep, func(j *report.Job) error {
+			if j.Name != name {
+				return nil
+			}
+			found = j
+			if rep == nil {
+				return nil // results.jsonl: a job run again has a later entry
+			}
+			return errPageFull
+		})
+		if errors.Is(err, errPageFull) {
+			err = nil
+		}
+		return found, err
+	}
+	found, err := named(job)
+	if found == nil && err == nil && validID(job) {
+		// Not a name: a slug, whose job's name the plan holds.
+		dir := string(runLayout(&s.cfg).Run(ru.id))
+		if name, _, perr := runner.FindPlanned(dir, func(_, slug string) bool { return slug == job }); perr == nil && name != "" {
+			found, err = named(name)
+		}
+	}
+	switch {
+	case err != nil:
+		s.cfg.Logf("%s %s: %v", r.Method, r.URL.Path, err)
+		writeError(w, http.StatusInternalServerError, "the jobs of run %s could not be read (the server's log says why)", ru.id)
+	case found == nil:
+		writeError(w, http.StatusNotFound, "no finished job %q in run %s", job, ru.id)
+	default:
+		writeJSON(w, http.StatusOK, found)
+	}
 }
 
 // pageParam reads a non-negative integer query parameter, at most max

@@ -164,3 +164,28 @@ func TestJobRoutesTakeTheName(t *testing.T) {
 		}
 	}
 }
+
+// GET /api/runs/{id}/jobs/{job} answers one finished job's report entry by
+// name or slug: before the report, the latest of a job run again in
+// results.jsonl; a job without an entry is a 404.
+func TestRunJobEntry(t *testing.T) {
+	b := newBed(t, nil)
+	b.stop()
+	run := runLayout(&b.cfg).Run("r1")
+	os.MkdirAll(string(run), 0o755)
+	os.WriteFile(runEventsPath(&b.cfg, "r1"), []byte(`{"seq":1,"type":"run_started"}`+"\n"), 0o644)
+	os.WriteFile(run.Journal(), []byte(`{"plan":{"jobs":[{"name":"fix the bug","slug":"fix-the-bug"},{"name":"b","slug":"b"},{"name":"c","slug":"c"}]}}`), 0o644)
+	os.WriteFile(run.Results(), []byte(`{"name":"fix the bug","status":"failed","error":"first"}`+"\n"+
+		`{"name":"b","status":"succeeded"}`+"\n"+`{"name":"fix the bug","status":"succeeded","error":"again"}`+"\n"), 0o644)
+	b2 := startBed(t, b.cfg)
+	for path, want := range map[string]string{"fix%20the%20bug": "again", "fix-the-bug": "again", "b": "", "c": "404", "nope": "404"} {
+		var j report.Job
+		resp := b2.do("GET", "/api/runs/r1/jobs/"+path, "", &j)
+		switch {
+		case want == "404" && resp.StatusCode != 404:
+			t.Errorf("job %s: %d, want 404", path, resp.StatusCode)
+		case want != "404" && (resp.StatusCode != 200 || j.Error != want):
+			t.Errorf("job %s: %d %+v, want the entry with error %q", path, resp.StatusCode, j, want)
+		}
+	}
+}

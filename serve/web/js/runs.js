@@ -1,6 +1,6 @@
 // Runs: the list, a run's live job table and a job's stream, diff and transcript.
 import {h, clear, append, badge, money, num, duration, tokens, when, field, scroller, errorBox, announce, labelCells} from './dom.js';
-import {get, post, del, enc, Stream} from './api.js';
+import {get, post, del, enc, Stream, ApiError} from './api.js';
 import {unified} from './diff.js';
 import {transcriptView} from './transcript.js';
 import {streamLine} from './streamline.js';
@@ -287,15 +287,14 @@ function hooksView(el, res) {
   el.hidden = false;
 }
 
-/** findJob reads a finished job's report entry, page by page. */
+/** findJob reads a finished job's report entry; undefined while it has none. */
 async function findJob(id, job) {
-  for (let at = 0; at !== null && at !== undefined;) {
-    const p = await get(`/api/runs/${enc(id)}/jobs?after=${at}&limit=1000`);
-    const res = ((p && p.jobs) || []).find((j) => j.name === job);
-    if (res || !p) return res;
-    at = p.next;
+  try {
+    return (await get(`/api/runs/${enc(id)}/jobs/${enc(job)}`)) || undefined;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return undefined;
+    throw err;
   }
-  return undefined;
 }
 
 function streamList(data) {
