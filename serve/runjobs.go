@@ -164,9 +164,9 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 			if rep == nil {
 				return nil // results.jsonl: a job run again has a later entry
 			}
-			return errPageFull
+			return errJobFound
 		})
-		if errors.Is(err, errPageFull) {
+		if errors.Is(err, errJobFound) {
 			err = nil
 		}
 		return found, err
@@ -189,6 +189,9 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, found)
 	}
 }
+
+// errJobFound stops a walk of a run's jobs at the one asked for.
+var errJobFound = errors.New("job found")
 
 // pageParam reads a non-negative integer query parameter, at most max
 // when max >= 0.
