@@ -251,7 +251,7 @@ func openArchived(f archFile) (*os.File, error) {
 		in.Close()
 		return nil, &UnreadableError{Path: f.src, Err: ErrNotRegular}
 	}
-	if f.info != nil && !os.SameFile(fi, f.info) {
+	if !os.SameFile(fi, f.info) {
 		in.Close()
 		return nil, &UnreadableError{Path: f.src, Err: errSwapped}
 	}

@@ -151,10 +151,10 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job := r.PathValue("job")
+	ru.mu.Lock()
+	rep := ru.report
+	ru.mu.Unlock()
 	named := func(name string) (*report.Job, error) {
-		ru.mu.Lock()
-		rep := ru.report
-		ru.mu.Unlock()
 		var found *report.Job
 		err := s.eachRunJob(ru.id, rep, func(j *report.Job) error {
 			if j.Name != name {
