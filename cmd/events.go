@@ -35,7 +35,11 @@ type recorder struct {
 	mu   sync.Mutex
 	log  *eventlog.Log
 	next []runner.Reporter
-	err  error
+	// lines, when set, writes --json: the events a Reporter gets (not the
+	// fine ones), each in the log's own encoding of it (one json.Marshal an
+	// event, not two: issue 27).
+	lines *jsonReporter
+	err   error
 }
 
 // openRecorder opens (or continues, on --resume) the run's events.jsonl.
@@ -78,6 +82,13 @@ func (r *recorder) Event(e runner.Event) {
 	}
 	if err != nil && r.err == nil {
 		r.err = err // the run goes on; Close reports it once
+	}
+	if r.lines != nil && !runner.IsFine(e.Type) {
+		if e.Report != nil || data == nil {
+			r.lines.Event(e) // with every job of the report, streamed
+		} else {
+			r.lines.encoded(data)
+		}
 	}
 	for _, n := range r.next {
 		n.Event(e)

@@ -60,11 +60,17 @@ func (r *jsonReporter) Event(e runner.Event) {
 	if err != nil {
 		return
 	}
+	r.encoded(data)
+}
+
+// encoded writes an event that data encodes (json.Marshal of it, which is
+// not changed).
+func (r *jsonReporter) encoded(data []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// A reader that went away (closed pipe) must not stop the run; the
 	// report and the run's files still hold every event.
-	_, _ = r.w.Write(append(data, '\n'))
+	_, _ = r.w.Write(append(data[:len(data):len(data)], '\n'))
 }
 
 // streamReport writes an event that carries a streamed report (run_finished)

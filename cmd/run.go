@@ -216,6 +216,11 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		return err
 	}
 	defer stopNotify()
+	// --json's lines are written by the recorder, in its own encoding.
+	lines, _ := rep.(*jsonReporter)
+	if lines != nil {
+		ropts.Reporter = nil
+	}
 	ropts.Reporter = notes.Reporter(ropts.Reporter, nil)
 	var view *liveView
 	observers := []runner.Reporter{ropts.Observer}
@@ -230,6 +235,7 @@ func runRun(ctx context.Context, io *IO, o *RunOptions) error {
 		}
 		return &ExitError{Code: ExitEnvironment, Err: err}
 	}
+	rec.lines = lines
 	ropts.Observer = rec
 	var r *report.Report
 	if prior != nil {

@@ -333,15 +333,22 @@ func TestRunJSONEvents(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var types []string
+	var last runner.Event
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var e runner.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("stdout line is not a JSON event: %q", line)
 		}
-		types = append(types, e.Type)
+		if runner.IsFine(e.Type) {
+			t.Errorf("--json wrote a fine event (the run's log has those): %s", line)
+		}
+		types, last = append(types, e.Type), e
 	}
 	if types[0] != runner.EventRunStarted || types[len(types)-1] != runner.EventRunFinished {
 		t.Errorf("events %v", types)
+	}
+	if last.Report == nil || len(last.Report.Jobs) != 2 {
+		t.Errorf("run_finished on stdout carries the report with its 2 jobs: %+v", last.Report)
 	}
 	count := map[string]int{}
 	for _, ty := range types {

@@ -139,8 +139,10 @@ measure() {
     while read -r key value _; do [[ "$key" == VmHWM: ]] && hwm="$value"; done 2>/dev/null <"/proc/$pid/status" || true
     if read -r stat 2>/dev/null <"/proc/$pid/stat"; then
       read -r -a f <<<"${stat##*) }"
-      [[ "${f[0]}" == Z ]] && break # exited; kill -0 succeeds on a zombie
       utime=${f[11]} stime=${f[12]}
+      # Exited (kill -0 succeeds on a zombie): a zombie's times are final,
+      # and it stays one until the wait below reaps it.
+      [[ "${f[0]}" == Z ]] && break
     fi
     if (( first_ms < 0 )) && grep -q '"type":"job_started"' "$tmp/events-$name.jsonl" 2>/dev/null; then
       first_ms=$(( ($(now_us) - t0) / 1000 ))
