@@ -27,7 +27,14 @@
 # building this tree's), SCALE_HEAP=DIR writes a heap profile per size there
 # (--memprofile), SCALE_CPU=DIR a CPU profile per size (--cpuprofile; it
 # adds its own cost to the CPU figures), SCALE_KEEP=1 keeps the scratch directory. The scratch
-# directory is under TMPDIR (default /tmp; /dev/shm keeps the disk out of it).
+# directory is under TMPDIR; without it, under /dev/shm when that is a tmpfs
+# with 4 GB free, else /tmp. Each run gets a repository of its own and
+# nothing is deleted until the end: on ext4 without a journal (this project's
+# test machine) the kernel passes over every inode freed in the last minute
+# when it allocates one, so each file or directory created after many were
+# deleted, or while git frees a few a job at a hundred jobs a second, costs
+# up to a millisecond of system time: the figure would measure the disk's
+# allocator, not pneuma (docs/limits.md, "Seventh pass").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,12 +51,19 @@ done
 [[ -z "$cpu" || "$cpu" == /* ]] || cpu="$PWD/$cpu"
 [[ -z "$cpu" ]] || mkdir -p "$cpu"
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/pneuma-bench-scale.XXXXXX")"
+scratch="${TMPDIR:-}"
+if [[ -z "$scratch" ]]; then
+  scratch=/tmp
+  free_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }' || true)
+  [[ -w /dev/shm && "${free_kb:-0}" -ge $(( 4 << 20 )) ]] && scratch=/dev/shm
+fi
+tmp="$(mktemp -d "$scratch/pneuma-bench-scale.XXXXXX")"
 cleanup() { if [[ "${SCALE_KEEP:-}" == 1 ]]; then echo "bench-scale: kept $tmp"; else rm -rf "$tmp"; fi; }
 trap cleanup EXIT
 now_us() { echo "${EPOCHREALTIME/./}"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+echo "== scratch $tmp ($(stat -f -c %T "$tmp" 2>/dev/null || echo "file system unknown"))"
 echo "== build"
 pneuma="${SCALE_PNEUMA:-$PWD/bin/pneuma}"
 rounds="${SCALE_ROUNDS:-1}"
@@ -171,8 +185,7 @@ for n in $sizes; do
   [[ "${SCALE_PLAIN:-1}" != 0 ]] || continue
   for r in $(seq 1 "$rounds"); do
     for who in "${contenders[@]}"; do
-      repo="$tmp/repo-$n-$who"
-      rm -rf "$repo"
+      repo="$tmp/repo-$n-$who-$r"
       mkrepo "$repo"
       jobsfile "$n" >"$repo/jobs.yaml"
       args=(run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never)
@@ -196,8 +209,7 @@ for n in $sizes; do
       if [[ "$who" == after ]]; then
         (( hwm <= 64 * 1024 )) || { echo "MISSED peak RSS <= 64 MB at $n jobs"; status=1; }
         cp "$tmp/events-$n.jsonl" "$tmp/events-$n-after.jsonl"
-      else
-        rm -rf "$repo"
+        last_repo="$repo"
       fi
     done
   done
@@ -213,7 +225,7 @@ done
 if [[ "${SCALE_PLAIN:-1}" != 0 ]]; then
   # The largest run again: --rerun-failed (its one in a hundred), then a
   # resume of that (nothing left to do: the replay and the report only).
-  repo="$tmp/repo-$last-after"
+  repo="$last_repo"
   run_id=$(sed -n 's/.*"type":"run_started".*"run_id":"\([^"]*\)".*/\1/p' "$tmp/events-$last-after.jsonl" | head -1)
   echo "== --rerun-failed $run_id ($last jobs)   load $(load)"
   measure rerun "$repo" run --json -j "$par" --claude "$tmp/claude" --keep-worktrees never --rerun-failed "$run_id" jobs.yaml
