@@ -93,6 +93,9 @@ type Report struct {
 	// encoded, when set with source, yields the same jobs already encoded,
 	// for the JSON writers (StreamedEncoded).
 	encoded EncodedJobSource
+	// file, when set with source, is the report file source reads the
+	// jobs of (StreamFile), for EachEncodedJob.
+	file string
 }
 
 // MergedReport records one of the reports Merge joined.

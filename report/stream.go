@@ -25,7 +25,7 @@ type EncodedJobSource func(fn func(data []byte) error) error
 // (which must be nil). r.Totals must already count them: writers read it
 // before the jobs.
 func Streamed(r Report, src JobSource) *Report {
-	r.Jobs, r.source, r.encoded = nil, src, nil
+	r.Jobs, r.source, r.encoded, r.file = nil, src, nil, ""
 	return &r
 }
 
@@ -63,7 +63,7 @@ func (r *Report) Load() (*Report, error) {
 		return r, nil
 	}
 	c := *r
-	c.source, c.encoded, c.Jobs = nil, nil, make([]Job, 0, r.Totals.Jobs)
+	c.source, c.encoded, c.file, c.Jobs = nil, nil, "", make([]Job, 0, r.Totals.Jobs)
 	err := r.EachJob(func(j *Job) error {
 		c.Jobs = append(c.Jobs, *j)
 		return nil
@@ -78,7 +78,7 @@ func (r *Report) Load() (*Report, error) {
 // stores it when indent is set (the same bytes Encode returns), else compact.
 func EncodeTo(w io.Writer, r *Report, indent bool) error {
 	head := *r
-	head.Jobs, head.source, head.encoded = []Job{}, nil, nil
+	head.Jobs, head.source, head.encoded, head.file = []Job{}, nil, nil, ""
 	var data []byte
 	var err error
 	if indent {
@@ -185,22 +185,57 @@ func OpenJSON(path string) (*Report, error) {
 // one at a time, on each walk; r holds everything else (the file's own
 // members other than jobs are not read).
 func StreamFile(r Report, path string) *Report {
-	return Streamed(r, func(fn func(*Job) error) error {
-		f, err := os.Open(path)
+	s := Streamed(r, func(fn func(*Job) error) error {
+		return walkFile(path, func(dec *json.Decoder) error { return walkJobs(dec, fn) })
+	})
+	s.file = path
+	return s
+}
+
+// walkFile opens the report file at path and walks its jobs with jobs.
+func walkFile(path string, jobs func(*json.Decoder) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read report: %w", err)
+	}
+	defer f.Close()
+	if err := walkObject(f, nil, jobs); err != nil {
+		return fmt.Errorf("read report %s: %w", path, err)
+	}
+	return nil
+}
+
+// EachEncodedJob calls fn for every job of r in order, each as the bytes
+// json.Marshal makes of it (fn's only during its call). A report whose
+// jobs are a file's (StreamFile) gives them as the file has them, only
+// compacted (the same bytes for a file pneuma wrote), without decoding
+// any: a walk that skips most of them, as a page of a run's jobs does,
+// costs a scan of the file.
+func (r *Report) EachEncodedJob(fn func(data []byte) error) error {
+	switch {
+	case r.source != nil && r.encoded != nil:
+		return r.encoded(fn)
+	case r.source != nil && r.file != "":
+		return walkFile(r.file, func(dec *json.Decoder) error { return walkEncodedJobs(dec, fn) })
+	}
+	return r.EachJob(func(j *Job) error {
+		data, err := json.Marshal(j)
 		if err != nil {
-			return fmt.Errorf("read report: %w", err)
+			return fmt.Errorf("encode job %s: %w", j.Name, err)
 		}
-		defer f.Close()
-		if err := walkJSON(f, nil, fn); err != nil {
-			return fmt.Errorf("read report %s: %w", path, err)
-		}
-		return nil
+		return fn(data)
 	})
 }
 
 // walkJSON reads a report object from rd: its members other than jobs
 // into head (when not nil), each of its jobs to fn.
 func walkJSON(rd io.Reader, head *Report, fn func(*Job) error) error {
+	return walkObject(rd, head, func(dec *json.Decoder) error { return walkJobs(dec, fn) })
+}
+
+// walkObject reads a report object from rd: its members other than jobs
+// into head (when not nil), its jobs array with jobs.
+func walkObject(rd io.Reader, head *Report, jobs func(*json.Decoder) error) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(rd, 64<<10))
 	if err := expectDelim(dec, '{'); err != nil {
 		return fmt.Errorf("not a pneuma report: %w", err)
@@ -222,7 +257,7 @@ func walkJSON(rd io.Reader, head *Report, fn func(*Job) error) error {
 			}
 			continue
 		}
-		if err := walkJobs(dec, fn); err != nil {
+		if err := jobs(dec); err != nil {
 			return err
 		}
 	}
@@ -241,15 +276,8 @@ func walkJSON(rd io.Reader, head *Report, fn func(*Job) error) error {
 
 // walkJobs reads the jobs array at dec's position, one job at a time.
 func walkJobs(dec *json.Decoder, fn func(*Job) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("decode report: jobs: %w", err)
-	}
-	if tok == nil {
-		return nil // "jobs": null
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return errors.New("decode report: jobs is not an array")
+	if list, err := openJobs(dec); !list {
+		return err
 	}
 	for i := 0; dec.More(); i++ {
 		var j Job
@@ -260,8 +288,47 @@ func walkJobs(dec *json.Decoder, fn func(*Job) error) error {
 			return err
 		}
 	}
-	_, err = dec.Token() // the "]"
+	_, err := dec.Token() // the "]"
 	return err
+}
+
+// walkEncodedJobs is walkJobs with each job compacted, never decoded.
+func walkEncodedJobs(dec *json.Decoder, fn func([]byte) error) error {
+	if list, err := openJobs(dec); !list {
+		return err
+	}
+	var raw json.RawMessage
+	var buf bytes.Buffer
+	for i := 0; dec.More(); i++ {
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("decode report: jobs[%d]: %w", i, err)
+		}
+		buf.Reset()
+		if err := json.Compact(&buf, raw); err != nil {
+			return fmt.Errorf("decode report: jobs[%d]: %w", i, err)
+		}
+		if err := fn(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the "]"
+	return err
+}
+
+// openJobs reads the start of a report's jobs member: list says an array
+// follows ("jobs": null is none, and no error).
+func openJobs(dec *json.Decoder) (list bool, err error) {
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("decode report: jobs: %w", err)
+	case tok == nil:
+		return false, nil // "jobs": null
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return false, errors.New("decode report: jobs is not an array")
+	}
+	return true, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

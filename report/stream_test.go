@@ -324,3 +324,61 @@ func TestWriteJSONOfEncodedJobsAllocatesLittle(t *testing.T) {
 		t.Error("report.json of encoded jobs differs from Encode of the same jobs in memory")
 	}
 }
+
+// TestEachEncodedJobIsMarshalOfEachJob: every kind of report gives its
+// jobs to EachEncodedJob as json.Marshal encodes them: a report file's
+// (StreamFile: compacted from the file, not decoded), an encoded
+// source's, and one in memory; a walk stops at fn's error.
+func TestEachEncodedJobIsMarshalOfEachJob(t *testing.T) {
+	mem := mixedReport()
+	mem.Jobs[0].Result = `<b>"quoted" & 'escaped'</b>` + "\n\ttabbed é"
+	var want []string
+	for i := range mem.Jobs {
+		data, err := json.Marshal(&mem.Jobs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(data))
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := WriteJSON(path, mem); err != nil {
+		t.Fatal(err)
+	}
+	head := *mem
+	head.Jobs = nil
+	reports := map[string]*Report{
+		"file":      StreamFile(head, path),
+		"encoded":   StreamedEncoded(head, func(func(*Job) error) error { return errors.New("decoded") }, encodedSource(t, mem.Jobs)),
+		"in memory": mem,
+	}
+	for name, rep := range reports {
+		var got []string
+		if err := rep.EachEncodedJob(func(data []byte) error { got = append(got, string(data)); return nil }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: jobs\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := rep.EachEncodedJob(func([]byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("%s: a walk that fn stops: %d jobs, %v", name, n, err)
+		}
+	}
+	// The file's jobs as written, not decoded: a member this pneuma does
+	// not know stays.
+	if err := os.WriteFile(path, []byte(`{"schema":"x","jobs":[ {"name": "a", "later": [1, 2]} ]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := reports["file"].EachEncodedJob(func(data []byte) error { got = append(got, string(data)); return nil }); err != nil ||
+		len(got) != 1 || got[0] != `{"name":"a","later":[1,2]}` {
+		t.Errorf("a report file's job: %q, %v; want it compacted as written", got, err)
+	}
+	if err := os.WriteFile(path, []byte(`{"schema":"x","jobs":[{"name":"a"},{"name":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports["file"].EachEncodedJob(func([]byte) error { return nil }); err == nil || !strings.Contains(err.Error(), "jobs[1]") {
+		t.Errorf("a torn report file: %v, want an error naming jobs[1]", err)
+	}
+}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,21 +117,17 @@ func (s *Server) runJobs(w http.ResponseWriter, r *http.Request) {
 	ru.mu.Unlock()
 	page := jobsPage{Jobs: []json.RawMessage{}}
 	i, size := 0, 0
-	err := s.eachRunJob(ru.id, rep, func(j *report.Job) error {
+	err := s.eachEncodedRunJob(ru.id, rep, func(data []byte) error {
 		defer func() { i++ }()
 		if i < after {
 			return nil
-		}
-		data, err := json.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("encode job %s: %w", j.Name, err)
 		}
 		if len(page.Jobs) == limit || (len(page.Jobs) > 0 && size+len(data) > maxJobsPageBytes) {
 			next := i
 			page.Next = &next
 			return errPageFull
 		}
-		page.Jobs, size = append(page.Jobs, data), size+len(data)
+		page.Jobs, size = append(page.Jobs, bytes.Clone(data)), size+len(data)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errPageFull) {
@@ -220,6 +217,31 @@ func (s *Server) eachRunJob(id string, rep *report.Report, fn func(*report.Job) 
 	if rep != nil {
 		return rep.EachJob(fn)
 	}
+	var raw json.RawMessage
+	return s.eachResult(id, &raw, func() error {
+		var j report.Job // fn may keep it
+		if err := json.Unmarshal(raw, &j); err != nil {
+			return fmt.Errorf("read job results: %w", err)
+		}
+		return fn(&j)
+	})
+}
+
+// eachEncodedRunJob is eachRunJob with each job as json.Marshal encodes it
+// (fn's only during its call), decoding none: a page far into a big run
+// costs a scan of the jobs before it.
+func (s *Server) eachEncodedRunJob(id string, rep *report.Report, fn func(data []byte) error) error {
+	if rep != nil {
+		return rep.EachEncodedJob(fn)
+	}
+	var raw json.RawMessage // results.jsonl's lines are json.Marshal's
+	return s.eachResult(id, &raw, func() error { return fn(raw) })
+}
+
+// eachResult reads each entry of the run's results.jsonl into raw and
+// calls fn, until the file ends (a torn last line ends it too). A run with
+// no results yet has none.
+func (s *Server) eachResult(id string, raw *json.RawMessage, fn func() error) error {
 	// Regular and opened without blocking: a named pipe in its place is an
 	// error, not a request that hangs.
 	f, _, err := safefile.Open(runLayout(&s.cfg).Run(id).Results(), math.MaxInt64)
@@ -232,14 +254,13 @@ func (s *Server) eachRunJob(id string, rep *report.Report, fn func(*report.Job) 
 	defer f.Close()
 	dec := json.NewDecoder(f)
 	for {
-		var j report.Job
-		switch err := dec.Decode(&j); {
+		switch err := dec.Decode(raw); {
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			return nil
 		case err != nil:
 			return fmt.Errorf("read job results: %w", err)
 		}
-		if err := fn(&j); err != nil {
+		if err := fn(); err != nil {
 			return err
 		}
 	}
