@@ -155,7 +155,7 @@ func (w *escapeWorld) script() string {
 	lines := []string{
 		`echo inside > inside.txt && git add inside.txt && git commit -q -m inside && echo commit=ok`,
 		`echo staged > staged.txt && git add staged.txt`, // a blob git add wrote, for pneuma to commit
-		`for o in ` + w.sharedObject + ` /run/pneuma/objects/` + filepath.Base(filepath.Dir(w.sharedObject)) + `/` + filepath.Base(w.sharedObject) + `; do chmod u+w $o; rm -f $o; done 2>/dev/null`,
+		`for o in ` + w.sharedObject + ` /run/pneuma/objects` + w.sharedObject + `; do chmod u+w $o; rm -f $o; done 2>/dev/null`,
 		`echo x > ` + filepath.Join(w.other, "escaped.txt") + ` && echo other-worktree=ok`,
 		`(mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "remounted.txt") + `) && echo remount=ok`,
 		`(unshare -Urm sh -c 'mount -o remount,rw,bind ` + w.repo + ` 2>/dev/null; echo x > ` + filepath.Join(w.repo, "nested.txt") + `' || echo x > ` + filepath.Join(w.repo, "nested.txt") + `) && echo nested-userns=ok`,

@@ -80,7 +80,7 @@ func TestGitBinds(t *testing.T) {
 	got := strings.Join((&Box{cfg: Config{StateDir: state}}).gitArgs(wt), " ")
 	gd := filepath.Join(repo, ".git")
 	for _, want := range []string{
-		"--ro-bind " + gd + "/objects " + insideObjects + " --bind " + state + "/git/objects/objects " + gd + "/objects --ro-bind " + state + "/git/objects/info " + gd + "/objects/info",
+		"--ro-bind " + gd + "/objects " + insideStore(gd+"/objects") + " --bind " + state + "/git/objects/objects " + gd + "/objects --ro-bind " + state + "/git/objects/info " + gd + "/objects/info",
 		"--bind " + gd + "/worktrees/mine " + gd + "/worktrees/mine",
 		"--bind " + state + "/git/refs " + gd + "/refs/heads/pneuma/r1",
 		"--bind " + state + "/git/logs " + gd + "/logs/refs/heads/pneuma/r1",

@@ -12,14 +12,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pneuma-cli/pneuma/internal/safefile"
 )
 
 // objStore quarantines the objects git writes inside the sandbox of a job in
 // a linked worktree. Inside, the repository's object store (shared by main
-// and every other branch) is read-only at insideObjects, and its path
+// and every other branch) is read-only below insideObjects (at its own path
+// there, see insideStore), with the stores its alternates name (git clone
+// --shared or --reference keeps a repository's history in another), and its path
 // <common>/objects shows a private object directory of the job's instead,
 // whose alternates name the shared store: git inside reads every object
 // and writes new ones (commits, blobs git add hashes for the index, packs
@@ -69,8 +74,93 @@ const (
 	objPack  = "incoming.pack"
 )
 
-// insideObjects is where the shared object store is shown read-only inside.
+// insideObjects is where the shared object store is shown read-only inside,
+// below it at the path it has outside (insideStore).
 const insideObjects = "/run/pneuma/objects"
+
+// insideStore is where the object store at host is shown inside: a store
+// its alternates name by a relative path is then shown where that path
+// leads from there (see alternates).
+func insideStore(host string) string { return filepath.Join(insideObjects, host) }
+
+// altStore is an object store another names in its alternates: where it
+// is, and where git inside looks for it.
+type altStore struct{ host, inside string }
+
+// maxAltDepth is how deep git follows alternates of alternates.
+const maxAltDepth = 5
+
+// maxAlternates bounds what is read of an alternates file.
+const maxAlternates = 64 << 10
+
+// alternates lists the object stores that the store at host, shown inside
+// at inside, reaches through its info/alternates, as git resolves them:
+// recursively, an absolute path as it is (the same inside), a relative one
+// from the store that names it (so from inside, inside). Only directories
+// that are object stores (they have a pack directory) are listed; a path
+// that climbs above the root, as git refuses it, is left out.
+func alternates(host, inside string, depth int, seen map[string]bool) []altStore {
+	if depth >= maxAltDepth {
+		return nil
+	}
+	f, _, err := safefile.Open(filepath.Join(host, "info", "alternates"), maxAlternates)
+	if err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxAlternates))
+	f.Close()
+	if err != nil {
+		return nil
+	}
+	var out []altStore
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '"' {
+			if line, err = strconv.Unquote(line); err != nil {
+				continue
+			}
+		}
+		a := altStore{host: filepath.Clean(line), inside: filepath.Clean(line)}
+		if !filepath.IsAbs(line) {
+			if climbsAboveRoot(host, line) || climbsAboveRoot(inside, line) {
+				continue
+			}
+			a = altStore{host: filepath.Join(host, line), inside: filepath.Join(inside, line)}
+		}
+		if fi, err := os.Stat(filepath.Join(a.host, "pack")); err != nil || !fi.IsDir() || seen[a.host] {
+			continue
+		}
+		seen[a.host] = true
+		out = append(out, a)
+		out = append(out, alternates(a.host, a.inside, depth+1, seen)...)
+	}
+	return out
+}
+
+// climbsAboveRoot says whether the relative path rel, taken from the
+// absolute dir, leaves the root on the way (git refuses to normalise such
+// an alternate).
+func climbsAboveRoot(dir, rel string) bool {
+	depth := len(strings.Split(strings.Trim(filepath.Clean(dir), "/"), "/"))
+	if filepath.Clean(dir) == "/" {
+		depth = 0
+	}
+	for part := range strings.SplitSeq(rel, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return true
+			}
+		default:
+			depth++
+		}
+	}
+	return false
+}
 
 // maxMoves bounds the batches a sync tries when the first is refused (a
 // bad object in it): each costs four git processes.
@@ -98,11 +188,16 @@ func (s *objStore) binds() []string {
 			return nil
 		}
 	}
-	if err := replaceFile(filepath.Join(info, "alternates"), insideObjects+"\n"); err != nil {
+	shared := filepath.Join(s.common, "objects")
+	inside := insideStore(shared)
+	if err := replaceFile(filepath.Join(info, "alternates"), inside+"\n"); err != nil {
 		return nil
 	}
-	shared := filepath.Join(s.common, "objects")
-	return []string{"--ro-bind", shared, insideObjects, "--bind", priv, shared, "--ro-bind", info, filepath.Join(shared, "info")}
+	args := []string{"--ro-bind", shared, inside}
+	for _, a := range alternates(shared, inside, 0, map[string]bool{shared: true}) {
+		args = append(args, "--ro-bind", a.host, a.inside)
+	}
+	return append(args, "--bind", priv, shared, "--ro-bind", info, filepath.Join(shared, "info"))
 }
 
 // staged is what sync took from the private directory: its loose objects

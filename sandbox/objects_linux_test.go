@@ -74,10 +74,11 @@ func (j *objectsJob) sharedObject(t *testing.T) (id, path string) {
 
 // attackShared is a script that removes, overwrites and opens for write
 // the object file at path, as the repository's store shows it at path and
-// (inside) at insideObjects.
+// (inside) below insideObjects.
 func attackShared(id, path string) string {
-	in := insideObjects + "/" + id[:2] + "/" + id[2:]
+	in := insideStore(filepath.Dir(filepath.Dir(path))) + "/" + id[:2] + "/" + id[2:]
 	var b strings.Builder
+	b.WriteString("test -f " + in + " && echo shown=ok\n")
 	for _, p := range []string{path, in} {
 		b.WriteString("chmod u+w " + p + " && echo chmod=ok\n")
 		b.WriteString("echo junk > " + p + " && echo overwrite=ok\n")
@@ -93,6 +94,9 @@ func TestBoxSharedObjectsReadOnly(t *testing.T) {
 	j := newObjectsJob(t)
 	id, path := j.sharedObject(t)
 	out := j.run(t, attackShared(id, path))
+	if !strings.Contains(out, "shown=ok") {
+		t.Errorf("inside, the shared store is not shown below %s:\n%s", insideObjects, out)
+	}
 	for _, done := range []string{"chmod=ok", "overwrite=ok", "rm=ok"} {
 		if strings.Contains(out, done) {
 			t.Errorf("inside: %s on the shared store:\n%s", done, out)
@@ -214,7 +218,7 @@ func TestBoxObjectsFromElsewhereRefused(t *testing.T) {
 	so := filepath.Join(secret, ".git", "objects")
 	out := j.run(t, `objs="$(git rev-parse --git-common-dir)/objects"
 echo `+so+` > "$objs/info/alternates" && echo alternates=ok
-echo `+so+` >> `+insideObjects+`/info/alternates && echo shared-alternates=ok
+echo `+so+` >> `+insideStore(filepath.Join(j.repo, ".git", "objects"))+`/info/alternates && echo shared-alternates=ok
 mkdir -p "$objs/`+id[:2]+`" && ln -s `+so+`/`+id[:2]+`/`+id[2:]+` "$objs/`+id[:2]+`/`+id[2:]+`" && echo link=ok
 echo x > x && git add x && git commit -q -m inside && echo commit=ok`)
 	for _, done := range []string{"alternates=ok", "shared-alternates=ok"} {
@@ -403,4 +407,52 @@ func TestBoxObjectsSyncWhileCommitting(t *testing.T) {
 		t.Errorf("%s commits on the branch, want 40; errors %v", n, j.box.Report().RefErrors)
 	}
 	j.git(j.repo, "fsck", "--strict", "--no-dangling")
+}
+
+// A repository whose history is in another object store (git clone
+// --shared or --reference, its alternates absolute or relative, that store
+// outside everything the sandbox shows): git inside reads that history and
+// commits on it, and the commit reaches the branch outside.
+func TestBoxObjectsOfAlternates(t *testing.T) {
+	for _, relative := range []bool{false, true} {
+		t.Run(map[bool]string{false: "absolute", true: "relative"}[relative], func(t *testing.T) {
+			bwrap := needBwrap(t)
+			root, origin, env, git := testRepo(t)
+			if err := os.WriteFile(filepath.Join(origin, "base.txt"), []byte("base\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			git(origin, "add", "base.txt")
+			git(origin, "commit", "-q", "-m", "base")
+			repo := filepath.Join(root, "work", "clone")
+			git(root, "clone", "-q", "--shared", origin, repo)
+			objects := filepath.Join(repo, ".git", "objects")
+			if relative {
+				rel, err := filepath.Rel(objects, filepath.Join(origin, ".git", "objects"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(objects, "info", "alternates"), []byte(rel+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			git(repo, "config", "user.name", "t") // so that commits need no environment inside
+			git(repo, "config", "user.email", "t@t")
+			wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine")
+			git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/mine", wt)
+			box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: wt, Repo: repo, Home: root, StateDir: filepath.Join(t.TempDir(), "state")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { box.Close() })
+			j := &objectsJob{root: root, repo: repo, wt: wt, branch: "pneuma/r1/mine", box: box, env: env, git: git}
+			out := j.run(t, `git log -1 --format=log=%s && git cat-file -p HEAD:base.txt && echo a > a && git add a && git commit -q -m inside && echo commit=ok`)
+			if !strings.Contains(out, "log=base") || !strings.Contains(out, "commit=ok") || strings.Contains(out, "error") {
+				t.Fatalf("git inside, on history in the alternate store:\n%s", out)
+			}
+			if log := git(repo, "log", "-1", "--format=%s", j.branch); log != "inside" {
+				t.Errorf("the job's branch outside: %q, want its commit inside", log)
+			}
+			git(repo, "fsck", "--strict", "--no-dangling")
+		})
+	}
 }
