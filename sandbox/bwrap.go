@@ -281,6 +281,13 @@ func gitBinds(dir, state, repo string) (args []string, own *ownRef, record, comm
 	case fi.IsDir():
 		a.bind("--ro-bind", filepath.Join(dotgit, "config"))
 		a.bind("--ro-bind", filepath.Join(dotgit, "hooks"))
+		// Its objects are where they are: the stores its alternates name
+		// are shown where git resolves them from there.
+		if objects := filepath.Join(dotgit, "objects"); filepath.IsAbs(objects) {
+			for _, alt := range alternates(objects, objects, 0, map[string]bool{objects: true}) {
+				a.add("--ro-bind", alt.host, alt.inside)
+			}
+		}
 		return a, nil, "", ""
 	}
 	record, common, ref, err := worktreeGit(dotgit)

@@ -412,10 +412,15 @@ func TestBoxObjectsSyncWhileCommitting(t *testing.T) {
 // A repository whose history is in another object store (git clone
 // --shared or --reference, its alternates absolute or relative, that store
 // outside everything the sandbox shows): git inside reads that history and
-// commits on it, and the commit reaches the branch outside.
+// commits on it, and the commit reaches the branch outside; in a linked
+// worktree and in the repository itself.
 func TestBoxObjectsOfAlternates(t *testing.T) {
-	for _, relative := range []bool{false, true} {
-		t.Run(map[bool]string{false: "absolute", true: "relative"}[relative], func(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		relative, inPlace bool
+	}{{"absolute", false, false}, {"relative", true, false}, {"in the repository itself", true, true}} {
+		relative := c.relative
+		t.Run(c.name, func(t *testing.T) {
 			bwrap := needBwrap(t)
 			root, origin, env, git := testRepo(t)
 			if err := os.WriteFile(filepath.Join(origin, "base.txt"), []byte("base\n"), 0o644); err != nil {
@@ -437,14 +442,18 @@ func TestBoxObjectsOfAlternates(t *testing.T) {
 			}
 			git(repo, "config", "user.name", "t") // so that commits need no environment inside
 			git(repo, "config", "user.email", "t@t")
-			wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine")
-			git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/mine", wt)
+			wt, branch := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine"), "pneuma/r1/mine"
+			if c.inPlace {
+				wt, branch = repo, "main" // the clone is on main
+			} else {
+				git(repo, "worktree", "add", "-q", "-b", branch, wt)
+			}
 			box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: wt, Repo: repo, Home: root, StateDir: filepath.Join(t.TempDir(), "state")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { box.Close() })
-			j := &objectsJob{root: root, repo: repo, wt: wt, branch: "pneuma/r1/mine", box: box, env: env, git: git}
+			j := &objectsJob{root: root, repo: repo, wt: wt, branch: branch, box: box, env: env, git: git}
 			out := j.run(t, `git log -1 --format=log=%s && git cat-file -p HEAD:base.txt && echo a > a && git add a && git commit -q -m inside && echo commit=ok`)
 			if !strings.Contains(out, "log=base") || !strings.Contains(out, "commit=ok") || strings.Contains(out, "error") {
 				t.Fatalf("git inside, on history in the alternate store:\n%s", out)
