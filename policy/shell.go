@@ -144,6 +144,10 @@ func (w *walker) parse(s string, depth int, direct bool) {
 		w.fail(err)
 		return
 	}
+	if err := commentContinued(f, s); err != nil {
+		w.fail(err)
+		return
+	}
 	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
 }
@@ -165,6 +169,58 @@ func hdocMisread(f *syntax.File, src string) error {
 		return true
 	})
 	return err
+}
+
+// commentContinued refuses a comment whose line ends in a backslash: bash
+// ends a comment at the newline, where the parser takes the backslash for a
+// line continuation and reads the next line into the command before the
+// comment (go test #\<newline>rm -rf ~ runs rm in bash, and the parser sees
+// go test with more arguments), so the line's commands cannot be known.
+// A "#" in a word, a quoted string, a parameter or arithmetic expansion or
+// a here-document's body starts no comment and is not looked at.
+func commentContinued(f *syntax.File, src string) error {
+	hashes := candidateHashes(src)
+	if len(hashes) == 0 {
+		return nil
+	}
+	inWord := make([]bool, len(src))
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.Lit, *syntax.SglQuoted, *syntax.ParamExp, *syntax.ArithmExp:
+			for i := n.Pos().Offset(); i < n.End().Offset() && i < uint(len(src)); i++ {
+				inWord[i] = true
+			}
+		}
+		return true
+	})
+	for _, h := range hashes {
+		if !inWord[h] {
+			return fmt.Errorf("a comment ends in a backslash (%q): bash ends it at the newline, the parser reads the next line into the command", src[h:min(len(src), h+40)])
+		}
+	}
+	return nil
+}
+
+// candidateHashes are the offsets of the "#"s in src whose line ends in a
+// backslash before a newline.
+func candidateHashes(src string) []int {
+	var out []int
+	for start := 0; start < len(src); {
+		end := strings.IndexByte(src[start:], '\n')
+		if end < 0 {
+			break
+		}
+		end += start
+		if end > start && src[end-1] == '\\' {
+			for i := start; i < end-1; i++ {
+				if src[i] == '#' {
+					out = append(out, i)
+				}
+			}
+		}
+		start = end + 1
+	}
+	return out
 }
 
 // parenDepth is how deeply parentheses or braces nest in s, quotes

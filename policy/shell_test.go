@@ -353,3 +353,40 @@ func TestShellHeredocDelimiterHash(t *testing.T) {
 		t.Fatalf("Decide(%q) = %+v, want denied", cmd, d)
 	}
 }
+
+// A comment whose line ends in a backslash ends at the newline in bash,
+// while the parser reads the next line into the command before it: such a
+// line fails closed, at the top and in a substitution (found by
+// FuzzShellParserNotMorePermissive). A "#" that starts no comment (in a
+// word, quotes, an expansion or a here-document) before a continued line
+// changes nothing.
+func TestShellCommentContinued(t *testing.T) {
+	rules, bare := mustCompile(t, shellSpecs["rules"]), mustCompile(t, shellSpecs["bare"])
+	for _, c := range []struct {
+		p   *Policy
+		cmd string
+	}{
+		{rules, "go test #\\\nrm -rf ~"},
+		{rules, "go test ./... # run them all \\\nrm -rf ~"},
+		{bare, "echo $(true #\\\nrm -rf /)"},
+		{bare, "echo x;#\\\nrm -rf /"},
+	} {
+		if d := c.p.Decide(bashCall(c.cmd)); d.Allow {
+			t.Errorf("Decide(%q) = %+v, want it refused", c.cmd, d)
+		}
+	}
+	for _, c := range []struct {
+		p   *Policy
+		cmd string
+	}{
+		{rules, "go test \\\n ./... # x"},
+		{rules, "echo a#b \\\n c"},
+		{rules, "echo \"a #b\" 'c #d' \\\n e"},
+		{rules, "cat <<'EOF'\n# x \\\nEOF"},
+		{bare, "echo ${x#y} $((2#101)) $# \\\n e"}, // expansions: only a bare rule allows them
+	} {
+		if d := c.p.Decide(bashCall(c.cmd)); !d.Allow {
+			t.Errorf("Decide(%q) = %+v, want allowed", c.cmd, d)
+		}
+	}
+}
