@@ -22,13 +22,7 @@ type objectsJob struct {
 
 func newObjectsJob(t *testing.T) *objectsJob {
 	t.Helper()
-	bwrap := needBwrap(t)
-	root, repo, env, git := testRepo(t)
-	if err := os.WriteFile(filepath.Join(repo, "base.txt"), []byte("base\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "add", "base.txt")
-	git(repo, "commit", "-q", "-m", "base")
+	bwrap, root, repo, env, git := baseRepo(t)
 	wt := filepath.Join(repo, ".pneuma", "worktrees", "r1", "mine")
 	git(repo, "worktree", "add", "-q", "-b", "pneuma/r1/mine", wt)
 	box, err := Open(Config{Spec: Spec{Enabled: true}, Bwrap: bwrap, Dir: wt, Repo: repo, Home: root, StateDir: filepath.Join(root, "state")})
@@ -37,6 +31,19 @@ func newObjectsJob(t *testing.T) *objectsJob {
 	}
 	t.Cleanup(func() { box.Close() })
 	return &objectsJob{root: root, repo: repo, wt: wt, branch: "pneuma/r1/mine", box: box, env: env, git: git}
+}
+
+// baseRepo is testRepo with a commit of base.txt on main, and bubblewrap.
+func baseRepo(t *testing.T) (bwrap, root, repo string, env []string, git func(dir string, args ...string) string) {
+	t.Helper()
+	bwrap = needBwrap(t)
+	root, repo, env, git = testRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "base.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "add", "base.txt")
+	git(repo, "commit", "-q", "-m", "base")
+	return bwrap, root, repo, env, git
 }
 
 // run runs script in the sandbox, then syncs; it returns the output.
@@ -421,13 +428,7 @@ func TestBoxObjectsOfAlternates(t *testing.T) {
 	}{{"absolute", false, false}, {"relative", true, false}, {"in the repository itself", true, true}} {
 		relative := c.relative
 		t.Run(c.name, func(t *testing.T) {
-			bwrap := needBwrap(t)
-			root, origin, env, git := testRepo(t)
-			if err := os.WriteFile(filepath.Join(origin, "base.txt"), []byte("base\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			git(origin, "add", "base.txt")
-			git(origin, "commit", "-q", "-m", "base")
+			bwrap, root, origin, env, git := baseRepo(t)
 			repo := filepath.Join(root, "work", "clone")
 			git(root, "clone", "-q", "--shared", origin, repo)
 			objects := filepath.Join(repo, ".git", "objects")
