@@ -284,7 +284,7 @@ func gitBinds(dir, state, repo string) (args []string, own *ownRef, record, comm
 		// Its objects are where they are: the stores its alternates name
 		// are shown where git resolves them from there.
 		if objects := filepath.Join(dotgit, "objects"); filepath.IsAbs(objects) {
-			for _, alt := range alternates(objects, objects, 0, map[string]bool{objects: true}) {
+			for _, alt := range alternates(objects, objects, dotgit, 0, map[string]bool{objects: true}) {
 				a.add("--ro-bind", alt.host, alt.inside)
 			}
 		}

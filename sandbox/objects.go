@@ -98,8 +98,10 @@ const maxAlternates = 64 << 10
 // recursively, an absolute path as it is (the same inside), a relative one
 // from the store that names it (so from inside, inside). Only directories
 // that are object stores (they have a pack directory) are listed; a path
-// that climbs above the root, as git refuses it, is left out.
-func alternates(host, inside string, depth int, seen map[string]bool) []altStore {
+// that climbs above the root, as git refuses it, is left out, and so is a
+// directory that holds gitDir (the repository's git dir: no object store
+// does, and its bind would cover the repository and the job's worktree).
+func alternates(host, inside, gitDir string, depth int, seen map[string]bool) []altStore {
 	if depth >= maxAltDepth {
 		return nil
 	}
@@ -130,12 +132,12 @@ func alternates(host, inside string, depth int, seen map[string]bool) []altStore
 			}
 			a = altStore{host: filepath.Join(host, line), inside: filepath.Join(inside, line)}
 		}
-		if fi, err := os.Stat(filepath.Join(a.host, "pack")); err != nil || !fi.IsDir() || seen[a.host] {
+		if fi, err := os.Stat(filepath.Join(a.host, "pack")); err != nil || !fi.IsDir() || seen[a.host] || within(gitDir, a.host) {
 			continue
 		}
 		seen[a.host] = true
 		out = append(out, a)
-		out = append(out, alternates(a.host, a.inside, depth+1, seen)...)
+		out = append(out, alternates(a.host, a.inside, gitDir, depth+1, seen)...)
 	}
 	return out
 }
@@ -194,7 +196,7 @@ func (s *objStore) binds() []string {
 		return nil
 	}
 	args := []string{"--ro-bind", shared, inside}
-	for _, a := range alternates(shared, inside, 0, map[string]bool{shared: true}) {
+	for _, a := range alternates(shared, inside, s.common, 0, map[string]bool{shared: true}) {
 		args = append(args, "--ro-bind", a.host, a.inside)
 	}
 	return append(args, "--bind", priv, shared, "--ro-bind", info, filepath.Join(shared, "info"))

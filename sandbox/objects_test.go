@@ -11,7 +11,8 @@ import (
 // through its alternates, as git resolves them: absolute paths as they
 // are, relative ones from the store naming them (outside and inside),
 // quoted ones unquoted, recursively and each once; comments, directories
-// that are no object store and paths that climb above the root left out.
+// that are no object store, one that holds the repository and paths that
+// climb above the root left out.
 func TestAlternatesAsGitResolvesThem(t *testing.T) {
 	root := t.TempDir()
 	store := func(rel, alternates string) string {
@@ -35,10 +36,13 @@ func TestAlternatesAsGitResolvesThem(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "plain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shared := store("shared/objects", "../../ref/objects\n"+abs+"\n"+filepath.Join(root, "plain")+"\n"+
+	if err := os.MkdirAll(filepath.Join(root, "pack"), 0o755); err != nil { // root holds the repository
+		t.Fatal(err)
+	}
+	shared := store("shared/objects", "../../ref/objects\n"+abs+"\n"+filepath.Join(root, "plain")+"\n"+root+"\n"+
 		"../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../../x/objects\n")
 	inside := insideStore(shared)
-	got := alternates(shared, inside, 0, map[string]bool{shared: true})
+	got := alternates(shared, inside, filepath.Dir(shared), 0, map[string]bool{shared: true})
 	want := []altStore{
 		{host: rel, inside: filepath.Join(inside, "../../ref/objects")},
 		{host: abs, inside: abs},
