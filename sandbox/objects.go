@@ -127,7 +127,9 @@ func alternates(host, inside, gitDir string, depth int, seen map[string]bool) []
 		}
 		a := altStore{host: filepath.Clean(line), inside: filepath.Clean(line)}
 		if !filepath.IsAbs(line) {
-			if climbsAboveRoot(host, line) || climbsAboveRoot(inside, line) {
+			// inside is host or insideStore(host): a path that stays below
+			// host's root stays below inside's.
+			if climbsAboveRoot(host, line) {
 				continue
 			}
 			a = altStore{host: filepath.Join(host, line), inside: filepath.Join(inside, line)}
