@@ -139,9 +139,10 @@ func (s *Server) runJobs(w http.ResponseWriter, r *http.Request) {
 
 // runJob answers a finished job's report entry: {job} is its name, or its
 // slug when no job has that name. The entry is found by walking the run's
-// jobs one at a time in one request: the report's up to it, or before the
-// report all of results.jsonl, whose last entry of a job run again is the
-// one answered. A job that has not finished has none (404).
+// jobs as written, one at a time in one request, reading only each one's
+// name (see jobName): the report's up to it, or before the report all of
+// results.jsonl, whose last entry of a job run again is the one answered.
+// A job that has not finished has none (404).
 func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 	ru := s.runOf(w, r)
 	if ru == nil {
@@ -151,13 +152,13 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 	ru.mu.Lock()
 	rep := ru.report
 	ru.mu.Unlock()
-	named := func(name string) (*report.Job, error) {
-		var found *report.Job
-		err := s.eachRunJob(ru.id, rep, func(j *report.Job) error {
-			if j.Name != name {
-				return nil
+	named := func(name string) (json.RawMessage, error) {
+		var found json.RawMessage
+		err := s.eachEncodedRunJob(ru.id, rep, func(data []byte) error {
+			if n, err := jobName(data); err != nil || n != name {
+				return err
 			}
-			found = j
+			found = bytes.Clone(data)
 			if rep == nil {
 				return nil // results.jsonl: a job run again has a later entry
 			}
@@ -190,6 +191,59 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) {
 // errJobFound stops a walk of a run's jobs at the one asked for.
 var errJobFound = errors.New("job found")
 
+// jobName reads the name of an encoded report job. pneuma writes it first
+// (report.Job's first field), compacted: then only that string is decoded.
+// Otherwise the members are skipped one by one, not decoded, until the name
+// turns up. A job without one has the name "".
+func jobName(data []byte) (string, error) {
+	const first = `{"name":`
+	if lit, ok := leadingString(data[min(len(data), len(first)):]); ok && bytes.HasPrefix(data, []byte(first)) {
+		var name string
+		if err := json.Unmarshal(lit, &name); err == nil {
+			return name, nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", fmt.Errorf("read job results: a job is no JSON object")
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", fmt.Errorf("read job results: %w", err)
+		}
+		if key == "name" {
+			var name string
+			if err := dec.Decode(&name); err != nil {
+				return "", fmt.Errorf("read job results: its name: %w", err)
+			}
+			return name, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", fmt.Errorf("read job results: %w", err)
+		}
+	}
+	return "", nil
+}
+
+// leadingString returns the JSON string literal data starts with, quotes
+// included: up to the first quote no backslash escapes.
+func leadingString(data []byte) ([]byte, bool) {
+	if len(data) == 0 || data[0] != '"' {
+		return nil, false
+	}
+	for i := 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++ // the escaped byte
+		case '"':
+			return data[:i+1], true
+		}
+	}
+	return nil, false
+}
+
 // pageParam reads a non-negative integer query parameter, at most max
 // when max >= 0.
 func pageParam(r *http.Request, name string, def, max int) (int, error) {
@@ -210,26 +264,11 @@ func pageParam(r *http.Request, name string, def, max int) (int, error) {
 	return n, nil
 }
 
-// eachRunJob walks a run's finished jobs: rep's when the run has its
+// eachEncodedRunJob walks a run's finished jobs: rep's when the run has its
 // report, else its results.jsonl as it stands (a line being written is
-// not read yet).
-func (s *Server) eachRunJob(id string, rep *report.Report, fn func(*report.Job) error) error {
-	if rep != nil {
-		return rep.EachJob(fn)
-	}
-	var raw json.RawMessage
-	return s.eachResult(id, &raw, func() error {
-		var j report.Job // fn may keep it
-		if err := json.Unmarshal(raw, &j); err != nil {
-			return fmt.Errorf("read job results: %w", err)
-		}
-		return fn(&j)
-	})
-}
-
-// eachEncodedRunJob is eachRunJob with each job as json.Marshal encodes it
-// (fn's only during its call), decoding none: a page far into a big run
-// costs a scan of the jobs before it.
+// not read yet). Each job is as json.Marshal encodes it (fn's only during
+// its call), decoding none: a page far into a big run costs a scan of the
+// jobs before it.
 func (s *Server) eachEncodedRunJob(id string, rep *report.Report, fn func(data []byte) error) error {
 	if rep != nil {
 		return rep.EachEncodedJob(fn)

@@ -188,4 +188,28 @@ func TestRunJobEntry(t *testing.T) {
 			t.Errorf("job %s: %d %+v, want the entry with error %q", path, resp.StatusCode, j, want)
 		}
 	}
+
+	// Once the run has its report, the entry is the report's: found by its
+	// name wherever "name" stands in the object, the members before it
+	// skipped (nested objects and arrays too), and answered as written.
+	b2.stop()
+	os.WriteFile(run.Report(), []byte(`{"schema":"`+report.Schema+`","status":"failed","totals":{"jobs":3},"jobs":[`+
+		`{"name":"fix the bug","status":"failed","error":"in the report"},`+
+		`{"status":"succeeded","usage":{"input_tokens":3},"denials":[{"tool_name":"Bash"}],"name":"b","error":"named last","future":{"x":[1,{"name":"c"}]}},`+
+		`{"status":"skipped"}]}`), 0o644)
+	b3 := startBed(t, b.cfg)
+	for path, want := range map[string]string{"fix-the-bug": "in the report", "b": "named last", "c": "404"} {
+		var j map[string]any
+		resp := b3.do("GET", "/api/runs/r1/jobs/"+path, "", &j)
+		switch {
+		case want == "404" && resp.StatusCode != 404:
+			t.Errorf("report: job %s: %d %v, want 404", path, resp.StatusCode, j)
+		case want != "404" && (resp.StatusCode != 200 || j["error"] != want):
+			t.Errorf("report: job %s: %d %v, want the entry with error %q", path, resp.StatusCode, j, want)
+		}
+	}
+	var j map[string]any
+	if b3.do("GET", "/api/runs/r1/jobs/b", "", &j); j["future"] == nil {
+		t.Errorf("job b: %v, want its entry as written, with the member this pneuma does not know", j)
+	}
 }
