@@ -205,23 +205,23 @@ func jobName(data []byte) (string, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", fmt.Errorf("read job results: a job is no JSON object")
+		return "", errors.New("read the run's jobs: a job is no JSON object")
 	}
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return "", fmt.Errorf("read job results: %w", err)
+			return "", fmt.Errorf("read the run's jobs: %w", err)
 		}
 		if key == "name" {
 			var name string
 			if err := dec.Decode(&name); err != nil {
-				return "", fmt.Errorf("read job results: its name: %w", err)
+				return "", fmt.Errorf("read the run's jobs: a name: %w", err)
 			}
 			return name, nil
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return "", fmt.Errorf("read job results: %w", err)
+			return "", fmt.Errorf("read the run's jobs: %w", err)
 		}
 	}
 	return "", nil
