@@ -76,6 +76,9 @@ func (r *Report) Load() (*Report, error) {
 
 // EncodeTo writes r as JSON to w one job at a time: indented as WriteJSON
 // stores it when indent is set (the same bytes Encode returns), else compact.
+// Each job is as EachEncodedJob gives it: a report file's (the report of a
+// finished run, streamed to --json's run_finished) is copied as written,
+// never decoded and encoded again.
 func EncodeTo(w io.Writer, r *Report, indent bool) error {
 	head := *r
 	head.Jobs, head.source, head.encoded, head.file = []Job{}, nil, nil, ""
@@ -102,18 +105,7 @@ func EncodeTo(w io.Writer, r *Report, indent bool) error {
 		return err
 	}
 	jw := jobWriter{w: w, indent: indent}
-	if r.source != nil && r.encoded != nil {
-		err = r.encoded(jw.write)
-	} else {
-		err = r.EachJob(func(j *Job) error {
-			jd, err := json.Marshal(j)
-			if err != nil {
-				return fmt.Errorf("encode job %s: %w", j.Name, err)
-			}
-			return jw.write(jd)
-		})
-	}
-	if err != nil {
+	if err := r.EachEncodedJob(jw.write); err != nil {
 		return err
 	}
 	if indent && jw.n > 0 {
