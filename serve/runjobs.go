@@ -196,11 +196,12 @@ var errJobFound = errors.New("job found")
 // Otherwise the members are skipped one by one, not decoded, until the name
 // turns up. A job without one has the name "".
 func jobName(data []byte) (string, error) {
-	const first = `{"name":`
-	if lit, ok := leadingString(data[min(len(data), len(first)):]); ok && bytes.HasPrefix(data, []byte(first)) {
-		var name string
-		if err := json.Unmarshal(lit, &name); err == nil {
-			return name, nil
+	if rest, ok := bytes.CutPrefix(data, []byte(`{"name":`)); ok {
+		if lit, ok := leadingString(rest); ok {
+			var name string
+			if err := json.Unmarshal(lit, &name); err == nil {
+				return name, nil
+			}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
