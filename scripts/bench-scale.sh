@@ -55,7 +55,7 @@ scratch="${TMPDIR:-}"
 if [[ -z "$scratch" ]]; then
   scratch=/tmp
   free_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }' || true)
-  [[ -w /dev/shm && "${free_kb:-0}" -ge $(( 4 << 20 )) ]] && scratch=/dev/shm
+  [[ -w /dev/shm && "$(stat -f -c %T /dev/shm 2>/dev/null)" == tmpfs && "${free_kb:-0}" -ge $(( 4 << 20 )) ]] && scratch=/dev/shm
 fi
 tmp="$(mktemp -d "$scratch/pneuma-bench-scale.XXXXXX")"
 cleanup() { if [[ "${SCALE_KEEP:-}" == 1 ]]; then echo "bench-scale: kept $tmp"; else rm -rf "$tmp"; fi; }
