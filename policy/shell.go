@@ -741,9 +741,12 @@ func (w *walker) scanData(body string) {
 }
 
 // looseCommands splits a line that does not parse at every shell operator
-// into commands of whitespace-separated words, for deny rules only.
+// into commands of whitespace-separated words, for deny rules only. Quotes
+// and backslashes are dropped first, so an unclosed quote ("git push) does
+// not hide the words behind it.
 func looseCommands(line string) []command {
 	var out []command
+	line = unquoteLoose.Replace(line)
 	for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
 		if ws := strings.Fields(part); len(ws) > 0 {
 			out = append(out, command{raw: ws, words: ws, opaque: true})
@@ -751,6 +754,9 @@ func looseCommands(line string) []command {
 	}
 	return out
 }
+
+// unquoteLoose drops the quoting characters from a line looseCommands reads.
+var unquoteLoose = strings.NewReplacer(`"`, "", "'", "", `\`, "")
 
 // hidden parses again the code a command hands to eval or to a shell with
 // -c (also behind xargs, sudo, find -exec): its commands are nested.

@@ -102,6 +102,10 @@ func TestShellConstructs(t *testing.T) {
 		{"rules", "echo ok # ; rm -rf /", "allow"},
 		{"rules", "cat <<'EOF'\nrm -rf /; git push\nEOF", "allow"},
 		{"bare", "cat <<'EOF'\nrm -rf /\nEOF", "deny"}, // data, but searched in case something runs it
+		// A data line that does not parse is read loosely, without its quotes.
+		{"bare", "<<'EOF'\n\"git push\nEOF", "deny"},
+		{"bare", "cat <<'EOF'\n'rm' -rf \\/ \"x\nEOF", "deny"},
+		{"bare", "cat <<'EOF'\n\"git pull\nEOF", "allow"},
 		{"rules", "cat <<EOF\nhello $USER\nEOF", "allow"},
 		{"rules", "cat <<EOF\n$(git push)\nEOF", "deny"},
 		{"rules", "cat <<EOF\nx\nEOF\nrm -rf /", "deny"},
