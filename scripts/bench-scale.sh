@@ -4,9 +4,10 @@
 # stand-in CLI of scripts/bench-starts.sh (one stream-json line in, an init
 # and a result line out), and prints, per size: peak RSS (VmHWM), pneuma's own
 # CPU per job (utime + stime of its process, children excluded, from /proc),
-# the wall time and the share of the machine's time the host took (steal). Then, for the largest size, the time `--resume` and
-# `--rerun-failed` of that run take to start their first job (the journal
-# replay) and `report merge` of the run's report split in ten shards.
+# the wall time and the share of the machine's time the host took (steal).
+# Then, for the largest size, the time `--resume` and `--rerun-failed` of
+# that run take to start their first job (the journal replay) and `report
+# merge` of the run's report split in ten shards.
 # It checks the targets: peak RSS <= 64 MB at every size, own CPU <= 3 ms
 # per job, first job of a resume within 1 s.
 # SCALE_SERVE=1 then runs the largest size through `pneuma serve` (started
