@@ -480,8 +480,9 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 // known before it runs may run: its arguments alone (the name expands to
 // nothing: $X rm -rf /), and its name's literal beginning or end (the rest
 // expands to nothing: ${X}rm -rf /, rm$X -rf /, "$X"rm). A literal end
-// that holds a control operator is also read as the commands it would
-// separate unquoted ("${0#"}"}&rm -r"f as rm -rf): bash runs none of them,
+// that holds a control operator, a parenthesis or a backquote is also read
+// as the commands it would separate unquoted ("${0#"}"}&rm -r"f and
+// ${0#"}"}"(rm -r"f as rm -rf): bash runs none of them,
 // but a spelling that reads as a denied command stays denied, as it was
 // before the parser (deny rules only ever grow stricter here).
 func (w *walker) unknownName(args []*syntax.Word) [][]string {
@@ -510,10 +511,12 @@ func (w *walker) unknownName(args []*syntax.Word) [][]string {
 }
 
 // operatorSplits reads s, a name's literal text, as if its control
-// operators (; & | and newlines) were unquoted: the words of each command
-// they separate, the last one followed by rest. Nil when s has none.
+// operators (; & | and newlines) and what opens or closes a subshell or a
+// command substitution (( ) and `) were unquoted: the words of each
+// command they separate, the last one followed by rest. Nil when s has
+// none.
 func operatorSplits(s string, rest []string) [][]string {
-	const ops = ";&|\n"
+	const ops = ";&|()`\n"
 	if !strings.ContainsAny(s, ops) {
 		return nil
 	}

@@ -317,7 +317,7 @@ func shellFuzzSeeds(f *testing.F) []string {
 func TestShellUnknownNameDenied(t *testing.T) {
 	p := mustCompile(t, shellSpecs["bare"])
 	for _, cmd := range []string{`${X}rm -rf /`, `rm${X} -rf /`, `"$X"rm -rf /`, `$X rm -rf /`, `"$(true)" rm -rf /`,
-		`"${0#"}"}&"rm -rf`, `"${0#"}"}&rm -r"f`, `${0#"}"} "&rm -r"f`, `"rm -rf /;$X"`, `${X}/bin/rm -rf /`, `$'\x72'm -rf /`} {
+		`"${0#"}"}&"rm -rf`, `"${0#"}"}&rm -r"f`, `${0#"}"} "&rm -r"f`, `${0#"}"}"(rm -r"f`, "${0#\"}\"}'`rm -r'f", `"rm -rf /;$X"`, `${X}/bin/rm -rf /`, `$'\x72'm -rf /`} {
 		if d := p.Decide(bashCall(cmd)); d.Allow || d.Rule != "Bash(rm -rf *)" {
 			t.Errorf("Decide(%q) = %+v, want denied by the rm rule", cmd, d)
 		}
