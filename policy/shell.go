@@ -457,19 +457,10 @@ func (w *walker) classify(c *command, name wordInfo, args []*syntax.Word) {
 	if !slices.ContainsFunc(c.raw, func(r string) bool { return strings.ContainsAny(r, "'\"\\\r") }) {
 		return
 	}
-	// Quotes and backslashes dropped, carriage returns taken as spaces:
-	// the words as the lexer policy used before this parser read them, so
+	// The words as the lexer policy used before this parser read them, so
 	// that no deny rule it applied is lost; and, as it could, the commands
 	// its control operators would separate there (x "&rm -r"f as rm -rf).
-	loose := strings.Map(func(r rune) rune {
-		switch r {
-		case '\'', '"', '\\':
-			return -1
-		case '\r':
-			return ' '
-		}
-		return r
-	}, strings.Join(c.raw, " "))
+	loose := looseSpelling(strings.Join(c.raw, " "))
 	if ws := strings.Fields(loose); len(ws) > 0 {
 		c.alt = append(c.alt, ws)
 	}
@@ -749,7 +740,7 @@ func (w *walker) scanData(body string) {
 // not hide the words behind it.
 func looseCommands(line string) []command {
 	var out []command
-	line = unquoteLoose.Replace(line)
+	line = looseSpelling(line)
 	for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
 		if ws := strings.Fields(part); len(ws) > 0 {
 			out = append(out, command{raw: ws, words: ws, opaque: true})
@@ -758,8 +749,19 @@ func looseCommands(line string) []command {
 	return out
 }
 
-// unquoteLoose drops the quoting characters from a line looseCommands reads.
-var unquoteLoose = strings.NewReplacer(`"`, "", "'", "", `\`, "")
+// looseSpelling is s with its quotes and backslashes dropped and carriage
+// returns taken as spaces: shell text read loosely, for deny rules only.
+func looseSpelling(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\':
+			return -1
+		case '\r':
+			return ' '
+		}
+		return r
+	}, s)
+}
 
 // hidden parses again the code a command hands to eval or to a shell with
 // -c (also behind xargs, sudo, find -exec): its commands are nested.

@@ -256,7 +256,8 @@ jobs:
 		if st := claudetest.Git(t, repo, "status", "--porcelain"); strings.TrimSpace(st) != "" && strings.TrimSpace(st) != "?? jobs.yaml" {
 			t.Errorf("repo %s status:\n%s", repo, st)
 		}
-		// Each repository's exclusion is made sure of once in the run.
+		// Each repository has .pneuma excluded, its pattern written once
+		// (the run checks each repository once, not before every job).
 		data, err := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
 		if n := strings.Count("\n"+string(data), "\n"+runner.ExcludePattern+"\n"); err != nil || n != 1 {
 			t.Errorf("repo %s: info/exclude has %d lines %q (%v), want one", repo, n, runner.ExcludePattern, err)
