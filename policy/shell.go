@@ -21,7 +21,11 @@ import (
 // rule may allow, and is still searched by deny rules. A command word that
 // is not known before the shell runs ($X, "$X", $(...), globs, brace
 // expansion) makes its command opaque too, and deny rules also see what it
-// may run (see unknownName). Text that does not parse is an
+// may run (see unknownName). Deny rules also read each parsed text loosely,
+// as the hand-written lexer before this parser did: split at every operator
+// and parenthesis, quotes dropped (looseCommands), so that a spelling bash
+// runs as no command (inside arithmetic, a comment, a quoted string) but
+// that reads as a denied one stays denied. Text that does not parse is an
 // error: the decision fails closed.
 
 // maxNesting bounds the bash -c, sh -c and eval strings parsed again inside
@@ -150,6 +154,14 @@ func (w *walker) parse(s string, depth int, direct bool) {
 	}
 	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
+	if !w.scanning {
+		// Deny rules also read the whole text loosely, as the lexer
+		// before this parser did: split at every operator, quotes
+		// dropped. Where bash's grammar sees no command (arithmetic,
+		// a comment, a quoted string, a case pattern), a spelling that
+		// reads as a denied command stays denied.
+		w.out.nested = append(w.out.nested, looseCommands(s)...)
+	}
 }
 
 // hdocMisread refuses a here-document whose delimiter word is followed at

@@ -106,6 +106,15 @@ func TestShellConstructs(t *testing.T) {
 		{"bare", "<<'EOF'\n\"git push\nEOF", "deny"},
 		{"bare", "cat <<'EOF'\n'rm' -rf \\/ \"x\nEOF", "deny"},
 		{"bare", "cat <<'EOF'\n\"git pull\nEOF", "allow"},
+		// Deny rules also read the whole line loosely, split at every
+		// operator: where bash sees arithmetic or a comment, a spelling
+		// that reads as a denied command stays denied, as it was before
+		// the parser.
+		{"bare", "*$[ (rm -rf )]0", "deny"},
+		{"bare", "echo $(( x | rm -rf ))", "deny"},
+		{"bare", "go test ./... # ; git push", "deny"},
+		{"bare", "go test ./... # then git push", "allow"},
+		{"bare", "echo $((1+2))", "allow"},
 		{"rules", "cat <<EOF\nhello $USER\nEOF", "allow"},
 		{"rules", "cat <<EOF\n$(git push)\nEOF", "deny"},
 		{"rules", "cat <<EOF\nx\nEOF\nrm -rf /", "deny"},
