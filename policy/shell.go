@@ -23,7 +23,8 @@ import (
 // expansion) makes its command opaque too, and deny rules also see what it
 // may run (see unknownName). Deny rules also read each parsed text loosely,
 // as the hand-written lexer before this parser did: split at every operator
-// and parenthesis, quotes dropped (looseCommands), so that a spelling bash
+// and parenthesis, quotes dropped, past reserved words in front and into
+// what eval or a shell's -c is given (looseCommands), so that a spelling bash
 // runs as no command (inside arithmetic, a comment, a quoted string) but
 // that reads as a denied one stays denied. Text that does not parse is an
 // error: the decision fails closed.
@@ -749,21 +750,79 @@ func (w *walker) scanData(body string) {
 // looseCommands splits a line that does not parse at every shell operator
 // into commands of whitespace-separated words, for deny rules only. Quotes
 // and backslashes are dropped first, so an unclosed quote ("git push) does
-// not hide the words behind it.
+// not hide the words behind it; a line continuation is read both ways
+// (joined, as bash does outside single quotes, and as a line break).
+// Reserved words in front are read past (then rm -rf /), and so are eval
+// and a shell's -c in front of the code they run (eval then rm -rf /).
 func looseCommands(line string) []command {
 	var out []command
-	line = looseSpelling(line)
-	for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
-		if ws := strings.Fields(part); len(ws) > 0 {
-			out = append(out, command{raw: ws, words: ws, opaque: true})
+	texts := []string{line}
+	if strings.Contains(line, "\\\n") {
+		texts = append(texts, strings.ReplaceAll(line, "\\\n", ""))
+	}
+	for _, text := range texts {
+		for _, part := range strings.FieldsFunc(looseSpelling(text), func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
+			ws := pastReserved(strings.Fields(part))
+			for n := 0; len(ws) > 0 && n <= maxNesting; ws, n = looseCode(ws), n+1 {
+				out = append(out, command{raw: ws, words: ws, opaque: true})
+			}
 		}
 	}
 	return out
 }
 
-// looseSpelling is s with its quotes and backslashes dropped and carriage
-// returns taken as spaces: shell text read loosely, for deny rules only.
+// shellReserved are the reserved words that may stand before a simple
+// command; looseCommands reads past them.
+var shellReserved = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true,
+	"do": true, "done": true, "while": true, "until": true, "!": true,
+}
+
+// pastReserved is ws without the reserved words in front.
+func pastReserved(ws []string) []string {
+	for len(ws) > 0 && shellReserved[ws[0]] {
+		ws = ws[1:]
+	}
+	return ws
+}
+
+// looseCode is what the loose command ws hands to eval or to a shell with
+// -c (behind wrappers), past reserved words in front: the words after it,
+// as its quotes were dropped. Nil when it hands none.
+func looseCode(ws []string) []string {
+	ws = unwrap(ws)
+	if len(ws) > 1 && ws[0] == "eval" {
+		return pastReserved(ws[1:])
+	}
+	if at := shellCode(ws); len(at) > 0 {
+		return pastReserved(ws[at[0]:])
+	}
+	return nil
+}
+
+// shellCode lists where in ws the code is that a shell among its first
+// words is given with -c (bash -c 'x', xargs sh -c 'x').
+func shellCode(ws []string) []int {
+	var at []int
+	for i := 0; i < len(ws) && i <= maxTails; i++ {
+		if name := path.Base(ws[i]); !shellInterpreters[name] || name == "." || name == "source" || name == "eval" {
+			continue
+		}
+		for j := i + 1; j+1 < len(ws) && strings.HasPrefix(ws[j], "-"); j++ {
+			if !strings.HasPrefix(ws[j], "--") && strings.Contains(ws[j], "c") {
+				at = append(at, j+1)
+				break
+			}
+		}
+	}
+	return at
+}
+
+// looseSpelling is s with its quotes (and the $ of $'...' and $"...") and
+// backslashes dropped and carriage returns taken as spaces: shell text read
+// loosely, for deny rules only.
 func looseSpelling(s string) string {
+	s = dollarQuote.Replace(s)
 	return strings.Map(func(r rune) rune {
 		switch r {
 		case '\'', '"', '\\':
@@ -775,6 +834,9 @@ func looseSpelling(s string) string {
 	}, s)
 }
 
+// dollarQuote drops the $ in front of a quote.
+var dollarQuote = strings.NewReplacer(`$'`, "", `$"`, "")
+
 // hidden parses again the code a command hands to eval or to a shell with
 // -c (also behind xargs, sudo, find -exec): its commands are nested.
 func (w *walker) hidden(c command) {
@@ -782,16 +844,8 @@ func (w *walker) hidden(c command) {
 	if len(ws) > 0 && ws[0] == "eval" {
 		w.parse(strings.Join(ws[1:], " "), w.depth+1, false)
 	}
-	for i := 0; i < len(ws) && i <= maxTails; i++ {
-		if name := path.Base(ws[i]); !shellInterpreters[name] || name == "." || name == "source" || name == "eval" {
-			continue
-		}
-		for j := i + 1; j+1 < len(ws) && strings.HasPrefix(ws[j], "-"); j++ {
-			if !strings.HasPrefix(ws[j], "--") && strings.Contains(ws[j], "c") {
-				w.parse(ws[j+1], w.depth+1, false)
-				break
-			}
-		}
+	for _, i := range shellCode(ws) {
+		w.parse(ws[i], w.depth+1, false)
 	}
 }
 

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,6 +117,15 @@ func TestShellConstructs(t *testing.T) {
 		{"bare", "go test ./... # ; git push", "deny"},
 		{"bare", "go test ./... # then git push", "allow"},
 		{"bare", "echo $((1+2))", "allow"},
+		// ... past reserved words in front, into what eval or a shell's
+		// -c is given, with a line continuation joined and $'...' as a
+		// quote.
+		{"bare", "cat <<E\nthen rm -rf /\nE", "deny"},
+		{"bare", "echo @(eval then rm -rf /)", "deny"},
+		{"bare", "select x in bash -c 'sudo rm -rf /'; do :; done", "deny"},
+		{"bare", "cat <<E\n(( r\\\nm -rf / ))\nE", "deny"},
+		{"bare", "a=($'rm' -rf /)", "deny"},
+		{"bare", `git commit -m "then git pull"`, "allow"},
 		{"rules", "cat <<EOF\nhello $USER\nEOF", "allow"},
 		{"rules", "cat <<EOF\n$(git push)\nEOF", "deny"},
 		{"rules", "cat <<EOF\nx\nEOF\nrm -rf /", "deny"},
@@ -400,6 +411,56 @@ func TestShellCommentContinued(t *testing.T) {
 	} {
 		if d := c.p.Decide(bashCall(c.cmd)); !d.Allow {
 			t.Errorf("Decide(%q) = %+v, want allowed", c.cmd, d)
+		}
+	}
+}
+
+// TestShellHidingPlaces puts commands the old lexer denied into every
+// place where bash's grammar sees no command or code run later
+// (arithmetic, comments, here-document data, patterns, arrays, quotes,
+// select lists, substitutions), alone and nested once inside the places
+// that hide the most, and checks that the parser's decision is never more
+// permissive than the old lexer's: the fuzz property, over the constructs
+// it took CI's fuzzer several runs to find one by one.
+func TestShellHidingPlaces(t *testing.T) {
+	places := []string{"echo $(( X ))", "*$[ X ]0", "(( X ))", "echo ${a[X]}", "echo ${a:X}", `let "X"`, "for ((X;;)); do :; done",
+		"case x in X) ;; esac", "[[ x =~ X ]]", "go test # X", "a[X]=1", "echo X", `echo "X"`, "echo 'X'", "$X", "${X}", "x$(X)",
+		"cat <<E\nX\nE", "cat <<'E'\nX\nE", "f() { X; }", "echo @(X)", "a=(X)", "X", "{ X; }", "if X; then :; fi", "time X", "! X",
+		"echo $'X'", "echo ${x:-X}", "echo ${x/X/y}", "echo ${x//X/}", "x=X y", `x="X" cmd`, "X &", "X | cat", "cat <(X)", "echo >(X)",
+		"x=$(X)", "echo `X`", "exec X", "command X", "eval X", "bash -c 'X'", "declare -a x=(X)", "echo ${!X}", "[ X ]", "echo X >f",
+		"X 2>&1", "while X; do :; done", "coproc X", "select x in X; do :; done", `echo "$(X)"`, `echo \X`, `git commit -m "X"`}
+	// The places that hide a command from the parser best, to nest others in.
+	outer := []string{"echo $(( X ))", "go test # X", "cat <<E\nX\nE", "echo @(X)", "a=(X)", "select x in X; do :; done"}
+	payloads := []string{"(rm -rf )", "x | rm -rf", "1;rm -rf /", "then rm -rf /", "! rm -rf", "1 && git push", "`rm -rf`",
+		"{ rm -rf; }", "x<rm -rf", "1)rm -rf (", "do rm -rf", "sudo rm -rf /", "timeout 5 git push", "x>&rm -rf", `x\;rm -rf /`,
+		"x\nrm -rf /", "x\r\nrm -rf /", "x #\nrm -rf", "r\\\nm -rf /", "/bin/rm -rf /", `"rm" -rf /`, "x||rm -rf", "x|&git push",
+		`\rm -rf /`, "curl:x", "x;curl x", "1;eval 'git push'", `1;sh -c "git push"`, "1;env -i git push", "1;xargs rm -rf",
+		"1;$'rm' -rf /", `1;r""m -rf /`, "1;{rm,-rf,/}", "1;'git' push", "1;git\tpush", "1;r? -rf /", "1;nice -n 5 rm -rf /",
+		"1;timeout -s 9 5 git push", "a;$X rm -rf /", "a;${X}rm -rf /", "1;case x in x) git push;; esac", "1;builtin eval git push"}
+	nested := []string{"1;rm -rf /", "then rm -rf /", "r\\\nm -rf /", "1;$'rm' -rf /", "1;sudo rm -rf /", "1;bash -c 'nohup git push'"}
+	var cmds []string
+	for _, place := range places {
+		for _, p := range payloads {
+			cmds = append(cmds, strings.ReplaceAll(place, "X", p))
+		}
+		for _, o := range outer {
+			for _, p := range nested {
+				cmds = append(cmds, strings.ReplaceAll(o, "X", strings.ReplaceAll(place, "X", p)))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(shellSpecs)) {
+		p := mustCompile(t, shellSpecs[name])
+		failed := 0
+		for _, s := range cmds {
+			d, old := p.Decide(bashCall(s)), p.oldDecideBash(s)
+			if permission(d) > permission(old) {
+				t.Errorf("under %s, %q: parser %s (%+v), old lexer %s (%+v)", name, s,
+					permissionNames[permission(d)], d, permissionNames[permission(old)], old)
+				if failed++; failed == 20 {
+					t.FailNow()
+				}
+			}
 		}
 	}
 }
