@@ -157,10 +157,9 @@ func (w *walker) parse(s string, depth int, direct bool) {
 	sub.stmts(f.Stmts, direct)
 	if !w.scanning {
 		// Deny rules also read the whole text loosely, as the lexer
-		// before this parser did: split at every operator, quotes
-		// dropped. Where bash's grammar sees no command (arithmetic,
-		// a comment, a quoted string, a case pattern), a spelling that
-		// reads as a denied command stays denied.
+		// before this parser did. Where bash's grammar sees no command
+		// (arithmetic, a comment, a quoted string, a case pattern), a
+		// spelling that reads as a denied command stays denied.
 		w.out.nested = append(w.out.nested, looseCommands(s)...)
 	}
 }
@@ -747,21 +746,22 @@ func (w *walker) scanData(body string) {
 	}
 }
 
-// looseCommands splits a line that does not parse at every shell operator
-// into commands of whitespace-separated words, for deny rules only. Quotes
-// and backslashes are dropped first, so an unclosed quote ("git push) does
-// not hide the words behind it; a line continuation is read both ways
-// (joined, as bash does outside single quotes, and as a line break).
-// Reserved words in front are read past (then rm -rf /), and so are eval
-// and a shell's -c in front of the code they run (eval then rm -rf /).
-func looseCommands(line string) []command {
+// looseCommands splits shell text (a command line, or a data line that does
+// not parse) at every shell operator into commands of whitespace-separated
+// words, for deny rules only. Quotes and backslashes are dropped first, so
+// an unclosed quote ("git push) does not hide the words behind it; a line
+// continuation is read both ways (joined, as bash does outside single
+// quotes, and as a line break). Reserved words in front are read past
+// (then rm -rf /), and so are eval and a shell's -c in front of the code
+// they run (eval then rm -rf /).
+func looseCommands(text string) []command {
 	var out []command
-	texts := []string{line}
-	if strings.Contains(line, "\\\n") {
-		texts = append(texts, strings.ReplaceAll(line, "\\\n", ""))
+	texts := []string{text}
+	if strings.Contains(text, "\\\n") {
+		texts = append(texts, strings.ReplaceAll(text, "\\\n", ""))
 	}
-	for _, text := range texts {
-		for _, part := range strings.FieldsFunc(looseSpelling(text), func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
+	for _, t := range texts {
+		for _, part := range strings.FieldsFunc(looseSpelling(t), func(r rune) bool { return strings.ContainsRune(";&|()`{}\n", r) }) {
 			ws := pastReserved(strings.Fields(part))
 			for n := 0; len(ws) > 0 && n <= maxNesting; ws, n = looseCode(ws), n+1 {
 				out = append(out, command{raw: ws, words: ws, opaque: true})
