@@ -21,7 +21,7 @@ import (
 // rule may allow, and is still searched by deny rules. A command word that
 // is not known before the shell runs ($X, "$X", $(...), globs, brace
 // expansion) makes its command opaque too, and deny rules also see what it
-// may run (see unknownName). Deny rules also read each parsed text loosely,
+// may run (see unknownName). Deny rules also read the whole line loosely,
 // as the hand-written lexer before this parser did: split at every operator
 // and parenthesis, quotes dropped, past reserved words in front and into
 // what eval or a shell's -c is given (looseCommands), so that a spelling bash
@@ -98,6 +98,14 @@ func parseShell(s string) (p parsedShell) {
 	}()
 	w := &walker{out: &p}
 	w.parse(s, 0, true)
+	// Deny rules also read the whole line loosely, as the lexer before
+	// this parser did. Where bash's grammar sees no command (arithmetic,
+	// a comment, a quoted string, a case pattern), a spelling that reads
+	// as a denied command stays denied. Code parsed again (eval, bash -c)
+	// is in the line already: read once, so that nesting costs no more.
+	if p.err == nil {
+		p.nested = append(p.nested, looseCommands(s)...)
+	}
 	return p
 }
 
@@ -155,13 +163,6 @@ func (w *walker) parse(s string, depth int, direct bool) {
 	}
 	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
-	if !w.scanning {
-		// Deny rules also read the whole text loosely, as the lexer
-		// before this parser did. Where bash's grammar sees no command
-		// (arithmetic, a comment, a quoted string, a case pattern), a
-		// spelling that reads as a denied command stays denied.
-		w.out.nested = append(w.out.nested, looseCommands(s)...)
-	}
 }
 
 // hdocMisread refuses a here-document whose delimiter word is followed at
