@@ -161,6 +161,10 @@ func (w *walker) parse(s string, depth int, direct bool) {
 		w.fail(err)
 		return
 	}
+	if err := carriageReturns(f, s); err != nil {
+		w.fail(err)
+		return
+	}
 	sub := &walker{out: w.out, src: s, depth: depth, scanning: w.scanning}
 	sub.stmts(f.Stmts, direct)
 }
@@ -182,6 +186,44 @@ func hdocMisread(f *syntax.File, src string) error {
 		return true
 	})
 	return err
+}
+
+// carriageReturns refuses a carriage return the parser reads differently
+// from bash. Bash reads it as part of a word; the parser takes it for a
+// space between words (echo x\r#; rm -rf ~ runs rm in bash, where the parser
+// sees a comment) and a backslash, carriage return and newline for a line
+// continuation (go test x\<CR><LF>rm -rf ~ runs rm in bash, where the
+// parser sees one command). So a carriage return outside a literal or a
+// single-quoted string, or after a backslash outside a single-quoted
+// string, leaves the line's commands unknown.
+func carriageReturns(f *syntax.File, src string) error {
+	if !strings.Contains(src, "\r") {
+		return nil
+	}
+	lit, single := make([]bool, len(src)), make([]bool, len(src))
+	syntax.Walk(f, func(n syntax.Node) bool {
+		mark := lit
+		switch n.(type) {
+		case *syntax.SglQuoted:
+			mark = single
+		case *syntax.Lit:
+		default:
+			return true
+		}
+		for i := n.Pos().Offset(); i < n.End().Offset() && i < uint(len(src)); i++ {
+			mark[i] = true
+		}
+		return true
+	})
+	for i := range len(src) {
+		if src[i] != '\r' {
+			continue
+		}
+		if !lit[i] && !single[i] || i > 0 && src[i-1] == '\\' && !single[i] {
+			return fmt.Errorf("a carriage return at byte %d, which bash reads as part of a word and the parser as a space or a line continuation", i)
+		}
+	}
+	return nil
 }
 
 // commentContinued refuses a comment whose line ends in a backslash: bash
@@ -820,19 +862,29 @@ func shellCode(ws []string) []int {
 }
 
 // looseSpelling is s with its quotes (and the $ of $'...' and $"...") and
-// backslashes dropped and carriage returns taken as spaces: shell text read
-// loosely, for deny rules only.
+// backslashes dropped, carriage returns taken as spaces, and a redirection
+// operator set apart from the word before it (curl>0 is curl and >0): shell
+// text read loosely, for deny rules only.
 func looseSpelling(s string) string {
 	s = dollarQuote.Replace(s)
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := ' '
+	for _, r := range s {
 		switch r {
 		case '\'', '"', '\\':
-			return -1
+			continue
 		case '\r':
-			return ' '
+			r = ' '
+		case '<', '>':
+			if prev != '<' && prev != '>' && prev != ' ' {
+				b.WriteByte(' ')
+			}
 		}
-		return r
-	}, s)
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
 }
 
 // dollarQuote drops the $ in front of a quote.

@@ -125,6 +125,10 @@ func TestShellConstructs(t *testing.T) {
 		{"bare", "select x in bash -c 'sudo rm -rf /'; do :; done", "deny"},
 		{"bare", "cat <<E\n(( r\\\nm -rf / ))\nE", "deny"},
 		{"bare", "a=($'rm' -rf /)", "deny"},
+		{"bare", "((curl>0))", "deny"}, // a redirection ends the word before it
+		// A carriage return inside quotes or a literal is text to both.
+		{"rules", "echo 'a\rb' \"c\rd\"", "allow"},
+		{"rules", "cat <<'E'\na\r\nE", "allow"},
 		{"bare", `git commit -m "then git pull"`, "allow"},
 		{"rules", "cat <<EOF\nhello $USER\nEOF", "allow"},
 		{"rules", "cat <<EOF\n$(git push)\nEOF", "deny"},
@@ -215,7 +219,11 @@ func TestShellConstructs(t *testing.T) {
 // denied when deny rules apply to Bash (they cannot be checked), otherwise
 // allowed only by a bare Bash rule.
 func TestShellUnparsable(t *testing.T) {
-	for _, cmd := range []string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"} {
+	// A carriage return between words or after a backslash: bash reads
+	// it as part of a word, the parser as a space or a line
+	// continuation, hiding the rm bash runs.
+	crs := []string{"echo x\r#; rm -rf ~", "go test x\\\r\nrm -rf ~", "go test \\\r\nrm -rf ~", "cat <<E\n$(echo x\r#; rm -rf ~\n)\nE"}
+	for _, cmd := range append([]string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"}, crs...) {
 		t.Run(cmd, func(t *testing.T) {
 			d := mustCompile(t, shellSpecs["bare"]).Decide(bashCall(cmd))
 			if d.Allow || d.Rule != UnparsableRule || !strings.Contains(d.Message, "does not parse") {
@@ -456,7 +464,7 @@ func hidingCommands() []string {
 		"x\nrm -rf /", "x\r\nrm -rf /", "x #\nrm -rf", "r\\\nm -rf /", "/bin/rm -rf /", `"rm" -rf /`, "x||rm -rf", "x|&git push",
 		`\rm -rf /`, "curl:x", "x;curl x", "1;eval 'git push'", `1;sh -c "git push"`, "1;env -i git push", "1;xargs rm -rf",
 		"1;$'rm' -rf /", `1;r""m -rf /`, "1;{rm,-rf,/}", "1;'git' push", "1;git\tpush", "1;r? -rf /", "1;nice -n 5 rm -rf /",
-		"1;timeout -s 9 5 git push", "a;$X rm -rf /", "a;${X}rm -rf /", "1;case x in x) git push;; esac", "1;builtin eval git push"}
+		"1;timeout -s 9 5 git push", "a;$X rm -rf /", "a;${X}rm -rf /", "1;case x in x) git push;; esac", "1;builtin eval git push", "1;curl>x"}
 	nested := []string{"1;rm -rf /", "then rm -rf /", "r\\\nm -rf /", "1;$'rm' -rf /", "1;sudo rm -rf /", "1;bash -c 'nohup git push'"}
 	var cmds []string
 	for _, place := range places {
