@@ -172,7 +172,8 @@ func (w *walker) parse(s string, depth int, direct bool) {
 // hdocMisread refuses a here-document whose delimiter word is followed at
 // once by "#": the parser ends the word there and takes the rest of the
 // line for a comment, where bash reads on (<<'EOF'#x& git push runs git
-// push), so the line's commands cannot be known.
+// push), so the line's commands cannot be known. It also refuses a body the
+// parser ended in the middle of a line.
 func hdocMisread(f *syntax.File, src string) error {
 	var err error
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -183,9 +184,38 @@ func hdocMisread(f *syntax.File, src string) error {
 		if end := r.Word.End().Offset(); end < uint(len(src)) && src[end] == '#' {
 			err = fmt.Errorf("here-document delimiter %q is followed by \"#\", which bash reads as part of it", src[r.Word.Pos().Offset():end])
 		}
+		// The parser may end a body at the delimiter written after an
+		// expansion ($0EOF), where bash reads on.
+		if b := r.Hdoc; err == nil && b != nil && b.Pos().Offset() <= b.End().Offset() && b.End().Offset() <= uint(len(src)) {
+			body, delim := src[b.Pos().Offset():b.End().Offset()], src[r.Word.Pos().Offset():r.Word.End().Offset()]
+			if !hdocEndsOnItsLine(body, unquote(delim), r.Op == syntax.DashHdoc) {
+				err = fmt.Errorf("here-document %q does not end at a line of its own", delim)
+			}
+		}
 		return true
 	})
 	return err
+}
+
+// hdocEndsOnItsLine reports whether body, a here-document's text up to
+// where the parser ended it, ends with its delimiter on a line of its own
+// (after tabs, for <<-).
+func hdocEndsOnItsLine(body, delim string, dash bool) bool {
+	rest, ok := strings.CutSuffix(body, delim)
+	if dash {
+		rest = strings.TrimRight(rest, "\t")
+	}
+	return ok && (rest == "" || strings.HasSuffix(rest, "\n"))
+}
+
+// unquote is a word with its quotes and backslashes dropped.
+func unquote(word string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\'' || r == '"' || r == '\\' {
+			return -1
+		}
+		return r
+	}, word)
 }
 
 // carriageReturns refuses a carriage return the parser reads differently

@@ -222,8 +222,11 @@ func TestShellUnparsable(t *testing.T) {
 	// A carriage return between words or after a backslash: bash reads
 	// it as part of a word, the parser as a space or a line
 	// continuation, hiding the rm bash runs.
-	crs := []string{"echo x\r#; rm -rf ~", "go test x\\\r\nrm -rf ~", "go test \\\r\nrm -rf ~", "cat <<E\n$(echo x\r#; rm -rf ~\n)\nE"}
-	for _, cmd := range append([]string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"}, crs...) {
+	misread := []string{"echo x\r#; rm -rf ~", "go test x\\\r\nrm -rf ~", "go test \\\r\nrm -rf ~", "cat <<E\n$(echo x\r#; rm -rf ~\n)\nE"}
+	// A here-document body the parser ends at its delimiter written after
+	// an expansion, where bash reads on.
+	misread = append(misread, "cat<<E\n$0E", "cat <<-E\n\tx${y}E\nrm -rf ~")
+	for _, cmd := range append([]string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"}, misread...) {
 		t.Run(cmd, func(t *testing.T) {
 			d := mustCompile(t, shellSpecs["bare"]).Decide(bashCall(cmd))
 			if d.Allow || d.Rule != UnparsableRule || !strings.Contains(d.Message, "does not parse") {
