@@ -199,13 +199,25 @@ func hdocMisread(f *syntax.File, src string) error {
 
 // hdocEndsOnItsLine reports whether body, a here-document's text up to
 // where the parser ended it, ends with its delimiter on a line of its own
-// (after tabs, for <<-).
+// (after tabs, for <<-), and no line before is the delimiter, where bash
+// would have ended it.
 func hdocEndsOnItsLine(body, delim string, dash bool) bool {
 	rest, ok := strings.CutSuffix(body, delim)
 	if dash {
 		rest = strings.TrimRight(rest, "\t")
 	}
-	return ok && (rest == "" || strings.HasSuffix(rest, "\n"))
+	if !ok || rest != "" && !strings.HasSuffix(rest, "\n") {
+		return false
+	}
+	for line := range strings.SplitSeq(strings.TrimSuffix(rest, "\n"), "\n") {
+		if dash {
+			line = strings.TrimLeft(line, "\t")
+		}
+		if line == delim && rest != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // unquote is a word with its quotes and backslashes dropped.

@@ -224,8 +224,9 @@ func TestShellUnparsable(t *testing.T) {
 	// continuation, hiding the rm bash runs.
 	misread := []string{"echo x\r#; rm -rf ~", "go test x\\\r\nrm -rf ~", "go test \\\r\nrm -rf ~", "cat <<E\n$(echo x\r#; rm -rf ~\n)\nE"}
 	// A here-document body the parser ends at its delimiter written after
-	// an expansion, where bash reads on.
-	misread = append(misread, "cat<<E\n$0E", "cat <<-E\n\tx${y}E\nrm -rf ~")
+	// an expansion, or reads past a line that is its delimiter (U+FFFD),
+	// where bash reads on or ends it.
+	misread = append(misread, "cat<<E\n$0E", "cat <<-E\n\tx${y}E\nrm -rf ~", "cat<<\uFFFD\n\uFFFD\n\uFFFD")
 	for _, cmd := range append([]string{"go test ./...\x00; rm -rf /", `echo "unterminated`, "echo $(", "if true; then", "go test )", "cat <<EOF\nno end", "a |", "bash -c 'echo \"'"}, misread...) {
 		t.Run(cmd, func(t *testing.T) {
 			d := mustCompile(t, shellSpecs["bare"]).Decide(bashCall(cmd))
