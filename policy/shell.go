@@ -173,7 +173,8 @@ func (w *walker) parse(s string, depth int, direct bool) {
 // once by "#": the parser ends the word there and takes the rest of the
 // line for a comment, where bash reads on (<<'EOF'#x& git push runs git
 // push), so the line's commands cannot be known. It also refuses a body the
-// parser ended in the middle of a line.
+// parser ended elsewhere than bash would: in the middle of a line, or past
+// a line that is its delimiter.
 func hdocMisread(f *syntax.File, src string) error {
 	var err error
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -185,7 +186,8 @@ func hdocMisread(f *syntax.File, src string) error {
 			err = fmt.Errorf("here-document delimiter %q is followed by \"#\", which bash reads as part of it", src[r.Word.Pos().Offset():end])
 		}
 		// The parser may end a body at the delimiter written after an
-		// expansion ($0EOF), where bash reads on.
+		// expansion ($0EOF), where bash reads on, or read past a line
+		// that is a U+FFFD delimiter, where bash ends it.
 		if b := r.Hdoc; err == nil && b != nil && b.Pos().Offset() <= b.End().Offset() && b.End().Offset() <= uint(len(src)) {
 			body, delim := src[b.Pos().Offset():b.End().Offset()], src[r.Word.Pos().Offset():r.Word.End().Offset()]
 			if !hdocEndsOnItsLine(body, unquote(delim), r.Op == syntax.DashHdoc) {
