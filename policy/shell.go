@@ -931,7 +931,8 @@ func looseSpelling(s string) string {
 	return b.String()
 }
 
-// dollarQuote drops the $ in front of a quote.
+// dollarQuote drops $' and $" with their quote, which looseSpelling drops
+// anyway: $'rm' reads as rm.
 var dollarQuote = strings.NewReplacer(`$'`, "", `$"`, "")
 
 // hidden parses again the code a command hands to eval or to a shell with
