@@ -730,7 +730,7 @@ func (w *walker) redirect(r *syntax.Redirect, c *command) bool {
 	if r.Word != nil {
 		target = w.word(r.Word, false)
 	}
-	if r.Hdoc != nil && hdocCode(r.Hdoc) {
+	if r.Hdoc != nil && (hdocCode(r.Hdoc) || r.Word != nil && hdocLooksLikeCode(w.text(r.Word), w.text(r.Hdoc))) {
 		// An unquoted body expands $(...), `...` and ${...}.
 		c.opaque = true
 		w.out.opaque = true
@@ -775,6 +775,14 @@ func hdocCode(body *syntax.Word) bool {
 		}
 	}
 	return false
+}
+
+// hdocLooksLikeCode reports the body of a here-document with an unquoted
+// delimiter whose text holds "$(" or a backquote, as the lexer before this
+// parser read it, though bash may expand none ($$( is the shell's pid and a
+// parenthesis): allow rules do not take it for data.
+func hdocLooksLikeCode(delim, body string) bool {
+	return !strings.ContainsAny(delim, `'"\`) && (strings.Contains(body, "$(") || strings.Contains(body, "`"))
 }
 
 // hasGlob reports unquoted text that pathname expansion may change: *, ?

@@ -126,6 +126,10 @@ func TestShellConstructs(t *testing.T) {
 		{"bare", "cat <<E\n(( r\\\nm -rf / ))\nE", "deny"},
 		{"bare", "a=($'rm' -rf /)", "deny"},
 		{"bare", "((curl>0))", "deny"}, // a redirection ends the word before it
+		// An unquoted body whose text holds $( or a backquote is not data
+		// to allow rules, even where bash expands none; a quoted one is.
+		{"rules", "cat <<E\n$$(\nE", "deny"},
+		{"rules", "cat <<'E'\n$(x) `y`\nE", "allow"},
 		// A carriage return inside quotes or a literal is text to both.
 		{"rules", "echo 'a\rb' \"c\rd\"", "allow"},
 		{"rules", "cat <<'E'\na\r\nE", "allow"},
