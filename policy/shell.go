@@ -208,14 +208,17 @@ func hdocEndsOnItsLine(body, delim string, dash bool) bool {
 	if dash {
 		rest = strings.TrimRight(rest, "\t")
 	}
-	if !ok || rest != "" && !strings.HasSuffix(rest, "\n") {
+	if !ok || rest == "" {
+		return ok
+	}
+	if !strings.HasSuffix(rest, "\n") {
 		return false
 	}
 	for line := range strings.SplitSeq(strings.TrimSuffix(rest, "\n"), "\n") {
 		if dash {
 			line = strings.TrimLeft(line, "\t")
 		}
-		if line == delim && rest != "" {
+		if line == delim {
 			return false
 		}
 	}
@@ -918,14 +921,12 @@ func shellCode(ws []string) []int {
 // operator set apart from the word before it (curl>0 is curl and >0): shell
 // text read loosely, for deny rules only.
 func looseSpelling(s string) string {
-	s = dollarQuote.Replace(s)
+	s = unquote(dollarQuote.Replace(s))
 	var b strings.Builder
 	b.Grow(len(s))
 	prev := ' '
 	for _, r := range s {
 		switch r {
-		case '\'', '"', '\\':
-			continue
 		case '\r':
 			r = ' '
 		case '<', '>':
